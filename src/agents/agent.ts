@@ -1,0 +1,79 @@
+// The one seam between the engine and every harness: sessions are explicit, turns stream normalised events,
+// cancellation is an AbortSignal, and nothing here knows MCP or any harness's wire format.
+
+export type Sandbox = 'read-only' | 'workspace-write' | 'danger-full-access';
+
+export interface AgentProbe {
+  name: string;
+  kind: string;
+  /** True when the binary was found and answered its version probe. */
+  available: boolean;
+  binary?: string;
+  version?: string;
+  /** Login state where the agent can report it without spending inference. */
+  login?: 'ok' | 'missing' | 'unknown';
+  /** Human-readable reason when something is missing. */
+  detail?: string;
+}
+
+export interface OpenSessionOptions {
+  cwd: string;
+  sandbox: Sandbox;
+  /** The agent's own session/thread id saved from an earlier round, to continue that conversation. */
+  resume?: string;
+  model?: string;
+  effort?: string;
+  signal: AbortSignal;
+  /** Called for every process group the adapter starts, so the engine can record it for crash recovery (HB-5). */
+  onProcessGroup?: (pgid: number) => void;
+}
+
+export interface TurnOptions {
+  signal: AbortSignal;
+}
+
+export interface AgentSession {
+  /** The agent's own session/thread id; may be known only after the first turn starts (then a `session` event says so). */
+  readonly id: string | undefined;
+  /** Runs one prompt; the iterable always ends with exactly one `end` event. Aborting `signal` asks the agent to stop. */
+  turn(prompt: string, opts: TurnOptions): AsyncIterable<AgentEvent>;
+  /** Stops the session's process group; resolves only once it has exited. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+export interface Agent {
+  /** "codex", "claude", "opencode", "gemini", "dsh", or a configured ACP agent's name. */
+  readonly name: string;
+  readonly kind: string;
+  probe(): Promise<AgentProbe>;
+  openSession(opts: OpenSessionOptions): Promise<AgentSession>;
+}
+
+export type ToolFamily = 'command' | 'patch' | 'mcp' | 'web' | 'subagent' | 'other';
+
+export type AgentEvent =
+  /** The agent's session id became known (or changed). */
+  | { kind: 'session'; id: string }
+  /** Sanitised status, ≤ 200 code points (TE-6). */
+  | { kind: 'status'; text: string }
+  /** Only what the agent itself marks as commentary/progress (TE-5). */
+  | { kind: 'commentary'; text: string }
+  /** Tool lifecycle without arguments, outputs or paths. */
+  | { kind: 'tool'; phase: 'start' | 'end'; family: ToolFamily; ok?: boolean }
+  | { kind: 'permission'; decision: 'denied' | 'allowed'; what: string }
+  | { kind: 'usage'; inputTokens?: number; outputTokens?: number; costUsd?: number }
+  /** Text of the turn's final answer; several events are concatenated in order. */
+  | { kind: 'message'; text: string }
+  | { kind: 'error'; message: string }
+  | { kind: 'end'; outcome: 'succeeded' | 'failed' | 'cancelled'; error?: string; acknowledged?: boolean };
+
+export type AgentEventKind = AgentEvent['kind'];
+
+/** Factory registry: a new agent kind is one folder under src/agents/ and one line where kinds are registered. */
+export type AgentFactory<C = unknown> = (name: string, config: C, ctx: AgentContext) => Agent;
+
+export interface AgentContext {
+  /** baton's state dir; adapters put private homes under `<stateDir>/homes/`. */
+  stateDir: string;
+  logger: import('../lib/log.ts').Logger;
+}

@@ -1,0 +1,71 @@
+// Results and commentary are paged in Unicode code points (TE-4, TE-5).
+
+export const RESULT_PAGE_CODE_POINTS = 32_768;
+/** A final result larger than this fails the task atomically (TE-4). */
+export const MAX_RESULT_BYTES = 10 * 1024 * 1024;
+/** Commentary is kept as a tail of this many UTF-8 bytes (TE-5). */
+export const COMMENTARY_TAIL_BYTES = 1024 * 1024;
+
+export interface TextPage {
+  text: string;
+  offset: number;
+  nextOffset: number;
+  done: boolean;
+  /** Total length in code points. */
+  total: number;
+}
+
+/** A page of `text` starting at code point `offset`. Offsets past the end give an empty, done page. */
+export function pageText(text: string, offset = 0, pageSize = RESULT_PAGE_CODE_POINTS): TextPage {
+  const points = Array.from(text);
+  const start = Math.min(Math.max(0, offset), points.length);
+  const end = Math.min(start + pageSize, points.length);
+  return {
+    text: points.slice(start, end).join(''),
+    offset: start,
+    nextOffset: end,
+    done: end >= points.length,
+    total: points.length,
+  };
+}
+
+export interface TailPage extends TextPage {
+  /** Code points dropped from the front because the tail is bounded; offsets are absolute and never reused. */
+  truncatedBefore: number;
+}
+
+/**
+ * Pages a bounded tail whose absolute start is `droppedBefore` code points into the stream. An `offset` that points into
+ * the dropped part is moved up to the first kept code point, and `truncatedBefore` tells the caller so.
+ */
+export function pageTail(
+  tail: string,
+  droppedBefore: number,
+  offset = 0,
+  pageSize = RESULT_PAGE_CODE_POINTS,
+): TailPage {
+  const rel = Math.max(0, offset - droppedBefore);
+  const page = pageText(tail, rel, pageSize);
+  return {
+    ...page,
+    offset: page.offset + droppedBefore,
+    nextOffset: page.nextOffset + droppedBefore,
+    total: page.total + droppedBefore,
+    truncatedBefore: droppedBefore,
+  };
+}
+
+/** Keeps at most `maxBytes` UTF-8 bytes from the end, cut at a code point boundary; returns dropped code points too. */
+export function keepTail(text: string, maxBytes = COMMENTARY_TAIL_BYTES): { tail: string; droppedCodePoints: number } {
+  if (Buffer.byteLength(text) <= maxBytes) return { tail: text, droppedCodePoints: 0 };
+  const points = Array.from(text);
+  let bytes = 0;
+  let i = points.length;
+  while (i > 0) {
+    const b = Buffer.byteLength(points[i - 1]!);
+    if (bytes + b > maxBytes) break;
+    bytes += b;
+    i--;
+  }
+  return { tail: points.slice(i).join(''), droppedCodePoints: i };
+}

@@ -1,0 +1,2 @@
+// Library exports of the package (SPEC §6).
+export type { Agent, AgentEvent, AgentProbe, AgentSession, OpenSessionOptions, Sandbox } from './agents/agent.ts';

@@ -1,0 +1,108 @@
+// Every child baton starts leads its own process group, so the whole tree can be stopped at once (AG-8).
+import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
+
+/** Grace between SIGTERM and SIGKILL when stopping a group. */
+export const DEFAULT_STOP_GRACE_MS = 5_000;
+
+export interface GroupExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface ChildGroup {
+  readonly child: ChildProcess;
+  /** Process-group id (equal to the leader's pid). */
+  readonly pgid: number;
+  /** Resolves once the leader has exited (its stdio may still be draining). */
+  readonly exited: Promise<GroupExit>;
+  /** SIGTERM the group, then SIGKILL after `graceMs`; resolves when the leader has exited and the group is gone. */
+  stop(graceMs?: number): Promise<GroupExit>;
+  /** Sends a signal to the whole group; false when it is already gone. */
+  signal(sig: NodeJS.Signals): boolean;
+}
+
+export interface SpawnGroupOptions extends Omit<SpawnOptions, 'detached'> {}
+
+export function spawnGroup(command: string, args: readonly string[], opts: SpawnGroupOptions = {}): ChildGroup {
+  const child = spawn(command, args, { ...opts, detached: true });
+  const exited = new Promise<GroupExit>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      resolve({ code: child.exitCode, signal: child.signalCode });
+      return;
+    }
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+    child.once('error', () => resolve({ code: child.exitCode, signal: child.signalCode }));
+  });
+  if (child.pid === undefined) {
+    // spawn failed (ENOENT...): the 'error' event carries the reason; the group never existed.
+    return {
+      child,
+      pgid: -1,
+      exited,
+      stop: () => exited,
+      signal: () => false,
+    };
+  }
+  const pgid = child.pid;
+  let stopping: Promise<GroupExit> | undefined;
+  const group: ChildGroup = {
+    child,
+    pgid,
+    exited,
+    signal: (sig) => signalGroup(pgid, sig),
+    stop(graceMs = DEFAULT_STOP_GRACE_MS) {
+      stopping ??= (async () => {
+        signalGroup(pgid, 'SIGTERM');
+        const timer = setTimeout(() => signalGroup(pgid, 'SIGKILL'), graceMs);
+        const exit = await exited;
+        clearTimeout(timer);
+        // The leader is gone; make sure nothing it left in its group survives.
+        if (isGroupAlive(pgid)) await waitGroupGone(pgid, graceMs);
+        return exit;
+      })();
+      return stopping;
+    },
+  };
+  return group;
+}
+
+export function signalGroup(pgid: number, sig: NodeJS.Signals | 0): boolean {
+  if (!(pgid > 1)) return false;
+  try {
+    process.kill(-pgid, sig);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function isGroupAlive(pgid: number): boolean {
+  return signalGroup(pgid, 0);
+}
+
+/**
+ * Stops a group that may belong to a previous baton process (crash recovery, HB-5): TERM, wait up to `graceMs`,
+ * then KILL and wait for it to disappear. Resolves true when the group is gone.
+ */
+export async function stopGroup(pgid: number, graceMs = DEFAULT_STOP_GRACE_MS): Promise<boolean> {
+  if (!isGroupAlive(pgid)) return true;
+  signalGroup(pgid, 'SIGTERM');
+  if (await waitGroupGone(pgid, graceMs)) return true;
+  signalGroup(pgid, 'SIGKILL');
+  return waitGroupGone(pgid, graceMs);
+}
+
+// A group that is not our child gives no exit event, so its disappearance can only be observed by probing.
+async function waitGroupGone(pgid: number, timeoutMs: number): Promise<boolean> {
+  const until = Date.now() + timeoutMs;
+  let delay = 5;
+  while (isGroupAlive(pgid)) {
+    if (Date.now() >= until) {
+      signalGroup(pgid, 'SIGKILL');
+      if (Date.now() >= until + 1_000) return !isGroupAlive(pgid);
+    }
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(delay * 2, 100);
+  }
+  return true;
+}

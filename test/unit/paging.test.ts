@@ -1,0 +1,28 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { keepTail, pageTail, pageText, RESULT_PAGE_CODE_POINTS } from '../../src/core/paging.ts';
+
+test('pages split on code points, never inside a surrogate pair', () => {
+  const text = '😀'.repeat(RESULT_PAGE_CODE_POINTS + 5);
+  const first = pageText(text, 0);
+  assert.equal(Array.from(first.text).length, RESULT_PAGE_CODE_POINTS);
+  assert.equal(first.nextOffset, RESULT_PAGE_CODE_POINTS);
+  assert.equal(first.done, false);
+  const second = pageText(text, first.nextOffset);
+  assert.equal(second.text, '😀'.repeat(5));
+  assert.equal(second.done, true);
+  assert.equal(first.text + second.text, text);
+});
+
+test('an offset past the end gives an empty done page', () => {
+  assert.deepEqual(pageText('abc', 10), { text: '', offset: 3, nextOffset: 3, done: true, total: 3 });
+});
+
+test('a bounded tail keeps absolute offsets and reports what was dropped', () => {
+  const { tail, droppedCodePoints } = keepTail('aé'.repeat(10), 9);
+  assert.equal(Buffer.byteLength(tail) <= 9, true);
+  const page = pageTail(tail, droppedCodePoints, 0);
+  assert.equal(page.offset, droppedCodePoints);
+  assert.equal(page.truncatedBefore, droppedCodePoints);
+  assert.equal(page.total, 20);
+});
