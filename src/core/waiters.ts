@@ -11,7 +11,10 @@ export class Waiters {
     if (timeoutMs <= 0 || signal?.aborted) return Promise.resolve(false);
     return new Promise((resolve) => {
       let set = this.waiting.get(key);
-      if (!set) this.waiting.set(key, (set = new Set()));
+      if (!set) {
+        set = new Set();
+        this.waiting.set(key, set);
+      }
       const done = (woken: boolean) => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
