@@ -5,7 +5,17 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { tempDir } from '../support/tmp.ts';
-import { type Box, makeBox, processesMentioning, startBaton, startPageServer, text, waitFor } from './support.ts';
+import {
+  alive,
+  type Box,
+  childrenOf,
+  makeBox,
+  processesMentioning,
+  startBaton,
+  startPageServer,
+  text,
+  waitFor,
+} from './support.ts';
 
 const byCommand = (box: Box, cmd: string) => box.calls().filter((c) => c[0] === cmd);
 const generationOf = (box: Box) =>
@@ -21,6 +31,7 @@ test('browser provider over a leased real Chromium', async (t) => {
     const baton = await startBaton(box, ['--viewport', '1024x768', '--app-port', String(page.port)]);
     let session = '';
     let secondGeneration = '';
+    const downstreams = new Set<number>();
     try {
       const names = (await baton.client.listTools()).tools.map((tool) => tool.name);
       for (const name of ['list_pages', 'new_page', 'navigate_page', 'take_snapshot', 'click']) {
@@ -43,6 +54,8 @@ test('browser provider over a leased real Chromium', async (t) => {
       );
       assert.match(port!, /^\d+$/);
       session = sessionId!;
+      for (const pid of childrenOf(baton.transport.pid!)) downstreams.add(pid);
+      assert.ok(downstreams.size >= 1, 'chrome-devtools-mcp runs as a child of baton');
 
       const nav = await baton.call('navigate_page', { type: 'url', url: page.url });
       assert.ok(!nav.isError, text(nav));
@@ -80,6 +93,7 @@ test('browser provider over a leased real Chromium', async (t) => {
       assert.match(text(await baton.call('take_snapshot')), /Press me/);
       assert.equal(baton.lateInitializeResults(), 0, 'no duplicate initialize result');
       secondGeneration = generationOf(box);
+      for (const pid of childrenOf(baton.transport.pid!)) downstreams.add(pid);
     } finally {
       await baton.close();
     }
@@ -94,6 +108,8 @@ test('browser provider over a leased real Chromium', async (t) => {
       'shutdown',
     ]);
     await waitFor('no Chromium left from this box', () => processesMentioning(box.dir).length === 0);
+    // Every chrome-devtools-mcp baton started was reaped with it.
+    for (const pid of downstreams) assert.equal(alive(pid), false, `child ${pid} of baton is gone`);
   });
 
   await t.test('helper exit codes: 69 fail closed, 70 unknown, death, invalid record, 75 port race', async () => {
@@ -170,18 +186,28 @@ test('browser provider over a leased real Chromium', async (t) => {
     await waitFor('no Chromium left from this box', () => processesMentioning(box.dir).length === 0);
   });
 
-  await t.test('idle release after inactivity, then a fresh lease on the next call', async () => {
+  await t.test('idle release, a fresh lease on the next call, opt-in URL limits', async () => {
     const box = makeBox(root, 'idle');
-    const baton = await startBaton(box, ['--browser_idle_timeout', '1']);
+    const elsewhere = await startPageServer(t);
+    const baton = await startBaton(box, [
+      '--browser_idle_timeout',
+      '1',
+      '--browser_allowed_url_pattern',
+      `http://127.0.0.1:${page.port}/*`,
+    ]);
     try {
       assert.ok(!(await baton.call('list_pages')).isError);
       const generation = generationOf(box);
       const release = await waitFor('idle release', () => byCommand(box, 'release')[0]);
       assert.deepEqual(release.slice(3), ['--generation', generation, '--reason', 'idle']);
       await waitFor('the idle lease Chromium is gone', () => processesMentioning(box.dir).length === 0);
-      const next = await baton.call('list_pages');
-      assert.ok(!next.isError, text(next));
-      assert.equal(byCommand(box, 'acquire').length, 2);
+
+      const opened = await baton.call('new_page', { url: page.url });
+      assert.ok(!opened.isError, text(opened));
+      assert.match(text(opened), /baton test page/);
+      assert.equal(byCommand(box, 'acquire').length, 2, 'the next call leased afresh');
+      const blocked = await baton.call('navigate_page', { type: 'url', url: elsewhere.url });
+      assert.match(text(blocked), /blocked/, 'a URL outside --browser_allowed_url_pattern is refused');
     } finally {
       await baton.close();
     }

@@ -88,18 +88,17 @@ export interface BatonClient {
   close(): Promise<void>;
 }
 
-export async function startBaton(box: Box, extraArgs: string[]): Promise<BatonClient> {
+export async function startBaton(
+  box: Box,
+  extraArgs: string[],
+  opts: { withoutLeaseCommand?: boolean } = {},
+): Promise<BatonClient> {
+  const lease = opts.withoutLeaseCommand
+    ? []
+    : ['--browser_lease_command', JSON.stringify([process.execPath, LEASE_HELPER])];
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [
-      BATON,
-      'mcp',
-      '--provider',
-      'browser',
-      '--browser_lease_command',
-      JSON.stringify([process.execPath, LEASE_HELPER]),
-      ...extraArgs,
-    ],
+    args: [BATON, 'mcp', '--provider', 'browser', ...lease, ...extraArgs],
     env: {
       ...(process.env as Record<string, string>),
       BATON_TEST_BOX_DIR: box.dir,
@@ -156,4 +155,25 @@ export function processesMentioning(needle: string): number[] {
     } catch {}
   }
   return found;
+}
+
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Direct children of a process, from /proc (listed per thread of the parent). */
+export function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const listed = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim();
+      if (listed) out.push(...listed.split(/\s+/).map(Number));
+    }
+  } catch {}
+  return out;
 }
