@@ -25,6 +25,14 @@ const code = (r: { structuredContent?: unknown }) => (r.structuredContent as { c
 test('browser provider over a leased real Chromium', async (t) => {
   const root = tempDir(t, 'baton-browser-');
   const page = await startPageServer(t);
+  // The last subtest asserts nothing is left; this only keeps a failed run from leaking browsers.
+  t.after(() => {
+    for (const pid of processesMentioning(root)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
+    }
+  });
 
   await t.test('lazy shared lease, navigate/snapshot/click, replaced lease, shutdown release', async () => {
     const box = makeBox(root, 'main');
@@ -81,16 +89,20 @@ test('browser provider over a leased real Chromium', async (t) => {
         firstGeneration,
       ]);
 
-      // The next call leases afresh; the downstream restarts on a new port with the client's initialize replayed.
+      // The next calls lease afresh (one shared attempt, dispatched in arrival order: the snapshot sees the
+      // navigation); the downstream restarts on a new port with the client's initialize replayed.
       const rootsBefore = baton.rootsRequests();
-      const again = await baton.call('navigate_page', { type: 'url', url: page.url });
+      const [again, seen] = await Promise.all([
+        baton.call('navigate_page', { type: 'url', url: page.url }),
+        baton.call('take_snapshot'),
+      ]);
       assert.ok(!again.isError, text(again));
+      assert.match(text(seen), /Press me/, 'FIFO: navigate ran before the snapshot');
       const reacquire = byCommand(box, 'acquire');
       assert.equal(reacquire.length, 2);
       assert.equal(reacquire[1]![2], session, 'same session id');
       assert.notEqual(reacquire[1]![4], port, 'a fresh local CDP port');
       await waitFor('roots/list from the replayed initialize', () => baton.rootsRequests() > rootsBefore);
-      assert.match(text(await baton.call('take_snapshot')), /Press me/);
       assert.equal(baton.lateInitializeResults(), 0, 'no duplicate initialize result');
       secondGeneration = generationOf(box);
       for (const pid of childrenOf(baton.transport.pid!)) downstreams.add(pid);
