@@ -124,7 +124,7 @@ test('browser provider over a leased real Chromium', async (t) => {
     for (const pid of downstreams) assert.equal(alive(pid), false, `child ${pid} of baton is gone`);
   });
 
-  await t.test('helper exit codes: 69 fail closed, 70 unknown, death, invalid record, 75 port race', async () => {
+  await t.test('helper exit codes (69, 70, death, invalid record, 75), status 0/70, downstream crash', async () => {
     const box = makeBox(root, 'exits');
     const baton = await startBaton(box, []);
     try {
@@ -191,6 +191,17 @@ test('browser provider over a leased real Chromium', async (t) => {
       const stillLeased = await baton.call('list_pages');
       assert.ok(!stillLeased.isError, 'the lease is kept after status 70');
       assert.equal(byCommand(box, 'acquire').length, start + 3, 'no new acquire');
+
+      // chrome-devtools-mcp dies: a fresh one starts on the same port with the initialize replayed; lease kept.
+      const children = childrenOf(baton.transport.pid!);
+      assert.equal(children.length, 1, 'only chrome-devtools-mcp runs under baton now');
+      const rootsBeforeCrash = baton.rootsRequests();
+      process.kill(children[0]!, 'SIGKILL');
+      await waitFor('the restarted downstream asks for roots', () => baton.rootsRequests() > rootsBeforeCrash);
+      const afterCrash = await baton.call('list_pages');
+      assert.ok(!afterCrash.isError, text(afterCrash));
+      assert.equal(byCommand(box, 'acquire').length, start + 3, 'the lease survived the downstream restart');
+      assert.equal(baton.lateInitializeResults(), 0, 'no duplicate initialize result');
     } finally {
       await baton.close();
     }

@@ -373,10 +373,13 @@ export class BrowserProxy {
     this.opts.log.warn('chrome-devtools-mcp exited unexpectedly', { serial: ds.serial });
     this.retireDownstream(ds, 'chrome-devtools-mcp exited');
     if (this.shuttingDown || this.downstream !== ds) return;
-    if (++this.consecutiveRestarts > MAX_CONSECUTIVE_DOWNSTREAM_RESTARTS) {
-      this.opts.log.error('chrome-devtools-mcp keeps exiting; giving up restarting it');
+    // A command that cannot even be spawned (ENOENT...) will not start on a retry either.
+    const cannotSpawn = ds.group.pgid === -1;
+    if (cannotSpawn || ++this.consecutiveRestarts > MAX_CONSECUTIVE_DOWNSTREAM_RESTARTS) {
+      const why = cannotSpawn ? 'chrome-devtools-mcp could not be started' : 'chrome-devtools-mcp keeps exiting';
+      this.opts.log.error(`${why}; not restarting it`);
       this.downstream = undefined;
-      this.failBacklog('chrome-devtools-mcp keeps exiting; restart baton after fixing it');
+      this.failBacklog(`${why}; fix --browser_command / BATON_BROWSER_COMMAND and restart baton`);
       return;
     }
     // Same port: a held lease stays valid; the fresh process connects to the same leased browser.
