@@ -317,17 +317,19 @@ export class JobTable {
   }
 
   private end(job: Job, ev: Extract<AgentEvent, { kind: 'end' }>): void {
-    if (job.failure) return this.finish(job, 'failed', job.failure);
-    if (ev.outcome === 'cancelled' || job.cancelRequested) {
+    if (job.failure) {
+      this.finish(job, 'failed', job.failure);
+    } else if (ev.outcome === 'cancelled' || job.cancelRequested) {
       if (ev.acknowledged === false) {
         // TE-8: the agent did not confirm the stop in time; its group was stopped, the turn is abandoned.
         this.opts.logger.warn('cancel not acknowledged; turn abandoned', { jobId: job.id, sessionId: job.sessionId });
       }
-      return this.finish(job, 'cancelled');
+      this.finish(job, 'cancelled');
+    } else if (ev.outcome === 'failed') {
+      this.finish(job, 'failed', ev.error ?? job.error ?? 'the agent reported a failure');
+    } else {
+      this.finish(job, 'completed');
     }
-    if (ev.outcome === 'failed')
-      return this.finish(job, 'failed', ev.error ?? job.error ?? 'the agent reported a failure');
-    this.finish(job, 'completed');
   }
 
   private finish(job: Job, state: Exclude<JobState, 'running'>, error?: string): void {
