@@ -336,7 +336,8 @@ export class JobTable {
     if (job.state !== 'running') return;
     job.state = state;
     job.finishedAt = Date.now();
-    if (state !== 'completed') job.result = '';
+    // SE-1: the verdict is the one free text that crosses; known secrets and credential shapes are masked.
+    job.result = state === 'completed' ? redact(job.result) : '';
     if (state === 'failed') job.error = safeError(error ?? job.error ?? 'unknown error');
     this.phase(job, `${job.label}: ${state}`);
   }

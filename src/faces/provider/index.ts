@@ -5,7 +5,9 @@ export interface ProviderModule {
   run(argv: string[]): Promise<void>;
 }
 
-export const PROVIDERS: Record<string, () => Promise<ProviderModule>> = {};
+export const PROVIDERS: Record<string, () => Promise<ProviderModule>> = {
+  claude: () => import('./claude/index.ts'),
+};
 
 export const DEFAULT_PROVIDER = 'codex';
 
