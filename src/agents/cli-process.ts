@@ -20,6 +20,8 @@ export interface CliRunOptions {
   onProcessGroup?: (pgid: number) => void;
   /** Each JSON line from stdout, in order. */
   onJson?: (msg: unknown) => void;
+  /** Instead of JSON lines: keep stdout as text up to this many bytes (more is a stream error). */
+  collectStdoutBytes?: number;
   maxLineBytes?: number;
   interruptGraceMs?: number;
   stopGraceMs?: number;
@@ -38,6 +40,8 @@ export interface CliOutcome {
   /** Lines on stdout that were not JSON (counted, never echoed). */
   malformedLines: number;
   stderrTail: string;
+  /** stdout as text, when `collectStdoutBytes` was set. */
+  stdout: string;
 }
 
 export interface CliRun {
@@ -56,6 +60,8 @@ export function runCli(opts: CliRunOptions): CliRun {
     let streamError: Error | undefined;
     let malformedLines = 0;
     let stderrTail = '';
+    const stdoutChunks: Buffer[] = [];
+    let stdoutBytes = 0;
     let aborted = false;
     let acknowledged = false;
     group.child.once('error', (err) => {
@@ -68,8 +74,28 @@ export function runCli(opts: CliRunOptions): CliRun {
       stderrTail = (stderrTail + d.toString('utf8')).slice(-STDERR_TAIL_BYTES);
     });
     const stdoutDone = new Promise<void>((resolve) => {
-      if (!group.child.stdout) return resolve();
-      readJsonLines(group.child.stdout, {
+      const stdout = group.child.stdout;
+      if (!stdout) return resolve();
+      stdout.once('close', () => resolve());
+      const limit = opts.collectStdoutBytes;
+      if (limit !== undefined) {
+        const onData = (d: Buffer) => {
+          stdoutBytes += d.length;
+          if (stdoutBytes > limit) {
+            stdout.off('data', onData);
+            stdoutChunks.length = 0;
+            streamError = new Error(`output exceeded ${limit} bytes`);
+            void group.stop(opts.stopGraceMs);
+            resolve();
+            return;
+          }
+          stdoutChunks.push(d);
+        };
+        stdout.on('data', onData);
+        stdout.once('end', () => resolve());
+        return;
+      }
+      readJsonLines(stdout, {
         maxLineBytes: opts.maxLineBytes,
         onMessage: (msg) => opts.onJson?.(msg),
         onMalformed: () => {
@@ -83,7 +109,6 @@ export function runCli(opts: CliRunOptions): CliRun {
         },
         onEnd: () => resolve(),
       });
-      group.child.stdout.once('close', () => resolve());
     });
     let graceTimer: NodeJS.Timeout | undefined;
     let graceExpired = false;
@@ -106,7 +131,8 @@ export function runCli(opts: CliRunOptions): CliRun {
     await stdoutDone;
     // Reap whatever the CLI left in its group (tool subprocesses).
     await group.stop(opts.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
-    return { exit, aborted, acknowledged, spawnError, streamError, malformedLines, stderrTail };
+    const stdout = Buffer.concat(stdoutChunks).toString('utf8');
+    return { exit, aborted, acknowledged, spawnError, streamError, malformedLines, stderrTail, stdout };
   })();
   return { group, done };
 }

@@ -7,6 +7,7 @@ export interface ProviderModule {
 
 export const PROVIDERS: Record<string, () => Promise<ProviderModule>> = {
   claude: () => import('./claude/index.ts'),
+  gemini: () => import('./gemini/index.ts'),
 };
 
 export const DEFAULT_PROVIDER = 'codex';
