@@ -7,6 +7,8 @@ import { after, before, test } from 'node:test';
 import type { AgentEvent } from '../../src/agents/agent.ts';
 import { ClaudeAgent } from '../../src/agents/claude/agent.ts';
 import { ClaudeConfigHome } from '../../src/agents/claude/home.ts';
+import { createAgent } from '../../src/agents/registry.ts';
+import { silentLogger } from '../../src/lib/log.ts';
 import { isGroupAlive } from '../../src/lib/process-group.ts';
 import { AnthropicMock, isolatedClaudeEnv } from '../mock-models/anthropic.ts';
 import { Gate } from '../mock-models/server.ts';
@@ -176,4 +178,15 @@ test('rotated credentials are written back only when the canonical file did not 
   writeFileSync(canonical, '{"token":"v4-newer-login"}');
   assert.equal(home.endRun(stale), false);
   assert.equal(readFileSync(canonical, 'utf8'), '{"token":"v4-newer-login"}', 'a newer login is never overwritten');
+});
+
+test('the claude kind is registered with a strict config schema and a private home under the state dir', (t) => {
+  const stateDir = tempDir(t, 'baton-claude-kind-');
+  const ctx = { stateDir, logger: silentLogger };
+  assert.throws(() => createAgent('c', { kind: 'claude', bogus: true }, ctx), /bogus|Unrecognized/);
+  assert.throws(() => createAgent('c', { kind: 'claude', effort: 'extreme' }, ctx));
+  const made = createAgent('c', { kind: 'claude', effort: 'high', model: 'opus' }, ctx);
+  assert.ok(made instanceof ClaudeAgent);
+  assert.equal(made.kind, 'claude');
+  assert.equal((statSync(join(stateDir, 'homes', 'claude-c')).mode & 0o777).toString(8), '700');
 });

@@ -1,6 +1,8 @@
 // `baton mcp --provider claude` through the official MCP SDK client over stdio, against the real `claude` binary and
 // the scripted Anthropic mock: the blocking tool, background reviews, limits, isolation, and what crosses MCP.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -129,6 +131,15 @@ test('claude_code: is_error becomes an MCP tool error', async () => {
   assert.match(textOf(res), /401/);
 });
 
+test('claude_code: a caller may shorten the bound with timeout_ms', async () => {
+  const gate = new Gate();
+  mock.push({ kind: 'stall', gate, text: 'slow' });
+  const res = await call('claude_code', { prompt: 'slow one', timeout_ms: 2_000 });
+  gate.open();
+  assert.equal(res.isError, true);
+  assert.match(textOf(res), /did not finish within 2 s/);
+});
+
 test('scripted Bash mutation, Write and Edit attempts are all refused and change nothing', async () => {
   const seen = mock.messageRequests.length;
   mock.push(
@@ -253,6 +264,69 @@ test('a disconnect cancels active reviews and reaps their process groups before 
   assert.match(own.stderr(), /ready/);
   assert.equal(/SIGKILL|Killed/.test(own.stderr()), false);
 });
+
+test('--timeout sets the hard deadline of background reviews', async () => {
+  const own = await connect(['--timeout', '2']);
+  try {
+    const gate = new Gate();
+    mock.push({ kind: 'stall', gate, text: 'slow' });
+    const started = await own.client.callTool({ name: 'claude-start', arguments: { prompt: 'slow', cwd: workspace } });
+    const { jobId } = started.structuredContent as { jobId: string };
+    let view = { cursor: 0, done: false } as { cursor: number; done: boolean; state?: string; error?: string };
+    while (!view.done) {
+      const res = await own.client.callTool({
+        name: 'claude-status',
+        arguments: { jobId, cursor: view.cursor, wait_ms: 20_000 },
+      });
+      view = res.structuredContent as typeof view;
+    }
+    gate.open();
+    assert.equal(view.state, 'failed');
+    assert.match(view.error ?? '', /2 s hard deadline/);
+  } finally {
+    await own.client.close();
+  }
+});
+
+test('stdin EOF right behind a call: the server still cancels it, reaps the child and exits cleanly', async () => {
+  const marker = `run-${process.pid}-${Date.now()}`;
+  const env = { ...isolatedClaudeEnv(mock.origin, root), CLAUDE_TEST_RUN_MARKER: marker };
+  const gate = new Gate();
+  mock.push({ kind: 'stall', gate, text: 'slow' });
+  const child = spawn(
+    process.execPath,
+    [join(REPO_ROOT, 'bin/baton.js'), 'mcp', '--provider', 'claude', '--claude-command', bins.claude()],
+    { env, cwd: workspace, stdio: ['pipe', 'pipe', 'pipe'] },
+  );
+  const frames = [
+    {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '0' } },
+    },
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'claude_code', arguments: { prompt: 'hi' } } },
+  ];
+  child.stdin.end(frames.map((f) => JSON.stringify(f)).join('\n') + '\n');
+  const [code] = (await once(child, 'exit')) as [number | null];
+  gate.open();
+  assert.equal(code, 0);
+  assert.deepEqual(processesWithMarker(marker), [], 'no process of the run outlives the server');
+});
+
+function processesWithMarker(marker: string): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/environ`, 'latin1').includes(`CLAUDE_TEST_RUN_MARKER=${marker}`)) {
+        out.push(Number(entry));
+      }
+    } catch {}
+  }
+  return out;
+}
 
 function childrenOf(pid: number): number[] {
   const out: number[] = [];
