@@ -80,6 +80,8 @@ export interface JobTableOptions {
   cancelWaitMs?: number;
   stopGraceMs?: number;
   logger?: Logger;
+  /** Time source for retention (tests move it forward instead of sleeping). */
+  clock?: () => number;
 }
 
 interface Job {
@@ -107,7 +109,8 @@ interface Job {
 export class JobTable {
   private readonly jobs = new Map<string, Job>();
   private readonly waiters = new Waiters();
-  private readonly opts: Required<Omit<JobTableOptions, 'logger'>> & { logger: Logger };
+  private readonly opts: Required<Omit<JobTableOptions, 'logger' | 'clock'>> & { logger: Logger };
+  private readonly now: () => number;
   private closed = false;
 
   constructor(opts: JobTableOptions = {}) {
@@ -121,6 +124,7 @@ export class JobTable {
       stopGraceMs: opts.stopGraceMs ?? DEFAULT_STOP_GRACE_MS,
       logger: opts.logger ?? silentLogger,
     };
+    this.now = opts.clock ?? Date.now;
   }
 
   get activeCount(): number {
@@ -157,7 +161,7 @@ export class JobTable {
       state: 'running',
       cursor: 0,
       phases: [],
-      startedAt: Date.now(),
+      startedAt: this.now(),
       result: '',
       resultBytes: 0,
       commentary: '',
@@ -335,7 +339,7 @@ export class JobTable {
   private finish(job: Job, state: Exclude<JobState, 'running'>, error?: string): void {
     if (job.state !== 'running') return;
     job.state = state;
-    job.finishedAt = Date.now();
+    job.finishedAt = this.now();
     // SE-1: the verdict is the one free text that crosses; known secrets and credential shapes are masked.
     job.result = state === 'completed' ? redact(job.result) : '';
     if (state === 'failed') job.error = safeError(error ?? job.error ?? 'unknown error');
@@ -364,7 +368,7 @@ export class JobTable {
       status: job.phases.at(-1)?.text ?? '',
       phases: phases.slice(-PHASES_PER_READ),
       done: job.state !== 'running',
-      elapsedSeconds: Math.round(((job.finishedAt ?? Date.now()) - job.startedAt) / 1000),
+      elapsedSeconds: Math.round(((job.finishedAt ?? this.now()) - job.startedAt) / 1000),
       ...(job.state === 'failed' ? { error: job.error } : {}),
       ...(job.state === 'completed' ? { resultCodePoints: Array.from(job.result).length } : {}),
       commentaryEndOffset: job.commentaryTotal,
@@ -384,7 +388,7 @@ export class JobTable {
   }
 
   private prune(): void {
-    const cutoff = Date.now() - this.opts.retentionMs;
+    const cutoff = this.now() - this.opts.retentionMs;
     for (const [id, job] of this.jobs) {
       if (job.state !== 'running' && (job.finishedAt ?? 0) <= cutoff) this.jobs.delete(id);
     }

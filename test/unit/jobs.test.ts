@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Agent, AgentEvent, AgentSession, OpenSessionOptions } from '../../src/agents/agent.ts';
-import { JobError, JobTable, MAX_ACTIVE_JOBS, MAX_STATUS_WAIT_MS } from '../../src/core/jobs.ts';
+import { JobError, JobTable, MAX_ACTIVE_JOBS, MAX_STATUS_WAIT_MS, TERMINAL_RETENTION_MS } from '../../src/core/jobs.ts';
 import { MAX_RESULT_BYTES, RESULT_PAGE_CODE_POINTS } from '../../src/core/paging.ts';
 import { Gate } from '../mock-models/server.ts';
 
@@ -95,11 +95,15 @@ test('at most 32 jobs are kept: the oldest terminal one is evicted', async () =>
   assert.equal(table.result(ids[32]!).text, '32');
 });
 
-test('terminal jobs expire after the retention period', async () => {
-  const table = new JobTable({ retentionMs: 1 });
+test('terminal jobs stay readable for an hour, then expire', async () => {
+  let now = 1_000_000;
+  const table = new JobTable({ clock: () => now });
   const { jobId } = table.start(spec(fakeAgent({ events: done('x') })));
-  while ((await table.status(jobId, 0, 0)).state === 'running') await table.status(jobId, 1_000_000, 1_000);
-  await new Promise((r) => setTimeout(r, 5));
+  let view = await table.status(jobId, 0, 0);
+  while (!view.done) view = await table.status(jobId, view.cursor, 1_000);
+  now += TERMINAL_RETENTION_MS - 1;
+  assert.equal(table.result(jobId).text, 'x');
+  now += 1;
   await assert.rejects(table.status(jobId, 0, 0), /no job/);
 });
 

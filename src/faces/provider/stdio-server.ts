@@ -1,19 +1,14 @@
-// The stdio MCP server every provider runs on (P-GEN): tool schemas validated up front (bad input is JSON-RPC -32602
-// and changes nothing), progress only for callers that sent a progressToken, a keepalive so Node never exits while
-// stdin EOF races a child's handle, and a shutdown that cancels work and reaps every tracked process group.
+// The stdio MCP server every provider runs on (P-GEN): tool schemas validated by the shared helper (bad input is
+// JSON-RPC -32602 and changes nothing), progress only for callers that sent a progressToken, a keepalive so Node never
+// exits while stdin EOF races a child's handle, and a shutdown that cancels work and reaps every tracked process group.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import {
-  CallToolRequestSchema,
-  type CallToolResult,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
-} from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
+import { type CallToolResult, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { z } from 'zod';
 import type { Logger } from '../../lib/log.ts';
 import { DEFAULT_STOP_GRACE_MS, stopGroup } from '../../lib/process-group.ts';
 import { redact } from '../../lib/redact.ts';
+import { serveTools, type ToolDef, type ToolExtra, toolError } from '../mcp-tools.ts';
 
 /** Largest JSON-RPC frame accepted from the client (SE-5). */
 export const MAX_CLIENT_FRAME_BYTES = 8 * 1024 * 1024;
@@ -48,7 +43,7 @@ export interface ProviderTool<S extends z.ZodType = z.ZodType> {
   handler(args: z.infer<S>, ctx: ToolCallContext): Promise<CallToolResult>;
 }
 
-export function defineTool<S extends z.ZodType>(tool: ProviderTool<S>): ProviderTool {
+export function defineProviderTool<S extends z.ZodType>(tool: ProviderTool<S>): ProviderTool {
   return tool as unknown as ProviderTool;
 }
 
@@ -62,7 +57,7 @@ export interface ProviderServerOptions {
   onShutdown?: () => Promise<void>;
 }
 
-/** Text content plus structuredContent, the shape every provider tool answers with. */
+/** Text content plus structuredContent; the text defaults to the JSON of the data. */
 export function structuredResult(data: Record<string, unknown>, text = JSON.stringify(data)): CallToolResult {
   return { content: [{ type: 'text', text }], structuredContent: data };
 }
@@ -73,69 +68,51 @@ export async function serveProviderStdio(opts: ProviderServerOptions): Promise<v
   const groups = new Set<number>();
   const inflight = new Set<AbortController>();
   const calls = new Set<Promise<unknown>>();
-  const tools = new Map(opts.tools.map((t) => [t.name, t]));
+
+  const runCall = async (tool: ProviderTool, args: unknown, extra: ToolExtra): Promise<CallToolResult> => {
+    const controller = new AbortController();
+    const onAbort = () => controller.abort();
+    extra.signal.addEventListener('abort', onAbort, { once: true });
+    inflight.add(controller);
+    const progress = progressSender(extra._meta?.progressToken, (params) =>
+      extra.sendNotification({ method: 'notifications/progress', params }).catch(() => {}),
+    );
+    try {
+      return await tool.handler(args, {
+        signal: controller.signal,
+        progress: progress.send,
+        trackGroup: (pgid) => groups.add(pgid),
+      });
+    } catch (err) {
+      if (err instanceof McpError) throw err;
+      const message = redact(err instanceof Error ? err.message : String(err));
+      if (!(err instanceof ToolFailure)) {
+        opts.logger.error('tool failed unexpectedly', { tool: tool.name, error: message });
+      }
+      return toolError(message, err instanceof ToolFailure ? err.structured : undefined);
+    } finally {
+      progress.stop();
+      extra.signal.removeEventListener('abort', onAbort);
+      inflight.delete(controller);
+    }
+  };
 
   const server = new Server(
     { name: `baton-${opts.provider}`, version: opts.version },
     { capabilities: { tools: {} }, instructions: opts.instructions },
   );
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: opts.tools.map((t) => ({
-      name: t.name,
-      description: t.description,
-      inputSchema: jsonSchemaOf(t.schema),
-    })),
+  const defs: ToolDef[] = opts.tools.map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    input: tool.schema,
+    handler: (args, extra) => {
+      const call = runCall(tool, args, extra);
+      calls.add(call);
+      call.finally(() => calls.delete(call)).catch(() => {});
+      return call;
+    },
   }));
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const tool = tools.get(request.params.name);
-    if (!tool) {
-      throw new McpError(
-        ErrorCode.InvalidParams,
-        `unknown tool "${request.params.name}"; available: ${[...tools.keys()].join(', ')}`,
-      );
-    }
-    const parsed = tool.schema.safeParse(request.params.arguments ?? {});
-    if (!parsed.success) {
-      throw new McpError(
-        ErrorCode.InvalidParams,
-        `invalid arguments for ${tool.name}: ${z.prettifyError(parsed.error)}`,
-      );
-    }
-    const controller = new AbortController();
-    const onAbort = () => controller.abort();
-    extra.signal.addEventListener('abort', onAbort, { once: true });
-    inflight.add(controller);
-    const progressToken = request.params._meta?.progressToken;
-    const progress = progressSender(progressToken, (params) =>
-      extra.sendNotification({ method: 'notifications/progress', params }).catch(() => {}),
-    );
-    const call = (async (): Promise<CallToolResult> => {
-      try {
-        return await tool.handler(parsed.data, {
-          signal: controller.signal,
-          progress: progress.send,
-          trackGroup: (pgid) => groups.add(pgid),
-        });
-      } catch (err) {
-        if (err instanceof McpError) throw err;
-        const message = redact(err instanceof Error ? err.message : String(err));
-        if (!(err instanceof ToolFailure))
-          opts.logger.error('tool failed unexpectedly', { tool: tool.name, error: message });
-        return {
-          content: [{ type: 'text', text: message }],
-          isError: true,
-          ...(err instanceof ToolFailure && err.structured ? { structuredContent: err.structured } : {}),
-        };
-      } finally {
-        progress.stop();
-        extra.signal.removeEventListener('abort', onAbort);
-        inflight.delete(controller);
-      }
-    })();
-    calls.add(call);
-    call.finally(() => calls.delete(call)).catch(() => {});
-    return call;
-  });
+  serveTools(server, defs);
 
   const transport = new StdioServerTransport(process.stdin, process.stdout, { maxBufferSize: MAX_CLIENT_FRAME_BYTES });
   let shuttingDown: Promise<void> | undefined;
@@ -166,11 +143,6 @@ export async function serveProviderStdio(opts: ProviderServerOptions): Promise<v
 
   await server.connect(transport);
   process.stderr.write(`[baton] ready (provider: ${opts.provider})\n`);
-}
-
-function jsonSchemaOf(schema: z.ZodType): { type: 'object'; [k: string]: unknown } {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'input' }) as Record<string, unknown>;
-  return { ...rest, type: 'object' };
 }
 
 type ProgressParams = { progressToken: string | number; progress: number; message: string };

@@ -13,7 +13,7 @@ import { JobError, JobTable, MAX_STATUS_WAIT_MS } from '../../../core/jobs.ts';
 import { createLogger, isLogLevel, type LogLevel } from '../../../lib/log.ts';
 import { ensurePrivateDir } from '../../../lib/private-fs.ts';
 import { redact } from '../../../lib/redact.ts';
-import { defineTool, serveProviderStdio, structuredResult, ToolFailure } from '../stdio-server.ts';
+import { defineProviderTool, serveProviderStdio, structuredResult, ToolFailure } from '../stdio-server.ts';
 
 /** Default bound of a blocking `claude_code` call, sized for deep reviews (a 960 s client timeout fits it). */
 export const DEFAULT_BLOCKING_TIMEOUT_S = 900;
@@ -77,7 +77,7 @@ export async function run(argv: string[]): Promise<void> {
 
   const jobId = z.string().min(1).max(MAX_ID_CHARS);
   const tools = [
-    defineTool({
+    defineProviderTool({
       name: 'claude_code',
       description:
         'Ask Claude Code (an isolated, read-only leaf reviewer) a small question and wait for the answer. For deep ' +
@@ -111,7 +111,7 @@ export async function run(argv: string[]): Promise<void> {
         }
       },
     }),
-    defineTool({
+    defineProviderTool({
       name: 'claude-start',
       description:
         'Start a background review by Claude Code (isolated, read-only leaf reviewer). Returns {jobId, cursor}; poll ' +
@@ -133,7 +133,7 @@ export async function run(argv: string[]): Promise<void> {
         return structuredResult(started);
       },
     }),
-    defineTool({
+    defineProviderTool({
       name: 'claude-status',
       description:
         'State of a background review. Returns at once when something happened after `cursor`, else waits up to ' +
@@ -151,7 +151,7 @@ export async function run(argv: string[]): Promise<void> {
         return structuredResult({ ...view });
       },
     }),
-    defineTool({
+    defineProviderTool({
       name: 'claude-result',
       description:
         'The verdict of a completed review, in pages of 32,768 Unicode code points. Continue with nextOffset until ' +
@@ -162,7 +162,7 @@ export async function run(argv: string[]): Promise<void> {
         return structuredResult({ ...page }, page.text);
       },
     }),
-    defineTool({
+    defineProviderTool({
       name: 'claude-cancel',
       description: 'Cancel a background review that is no longer needed; returns its final status.',
       schema: z.object({ jobId }),

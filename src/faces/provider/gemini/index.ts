@@ -9,7 +9,7 @@ import { GEMINI_SANDBOX_MODES, GeminiAgent, type GeminiSandboxMode } from '../..
 import { createLogger, isLogLevel, type LogLevel } from '../../../lib/log.ts';
 import { ensurePrivateDir } from '../../../lib/private-fs.ts';
 import { redact } from '../../../lib/redact.ts';
-import { defineTool, serveProviderStdio, ToolFailure } from '../stdio-server.ts';
+import { defineProviderTool, serveProviderStdio, ToolFailure } from '../stdio-server.ts';
 
 /** Default bound of one `gemini` call (a 360 s client tool timeout fits it). */
 export const DEFAULT_GEMINI_TIMEOUT_S = 300;
@@ -67,7 +67,7 @@ export async function run(argv: string[]): Promise<void> {
     logger.warn('gemini runs with --gemini-sandbox external: the operator vouches for the sandbox around baton');
   }
 
-  const gemini = defineTool({
+  const gemini = defineProviderTool({
     name: 'gemini',
     description:
       'Ask the Gemini CLI and wait for its answer. It always runs in its sandbox; model and sandbox are fixed by the ' +
