@@ -30,7 +30,7 @@ interface Connected {
   stderr: () => string;
 }
 
-async function connect(extraArgs: string[] = []): Promise<Connected> {
+async function connect(extraArgs: string[] = [], extraEnv: Record<string, string> = {}): Promise<Connected> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [
@@ -42,7 +42,7 @@ async function connect(extraArgs: string[] = []): Promise<Connected> {
       bins.claude(),
       ...extraArgs,
     ],
-    env: isolatedClaudeEnv(mock.origin, root) as Record<string, string>,
+    env: { ...(isolatedClaudeEnv(mock.origin, root) as Record<string, string>), ...extraEnv },
     cwd: workspace,
     stderr: 'pipe',
   });
@@ -244,7 +244,11 @@ test('limits: wait_ms over 60,000 is -32602; a relative cwd is refused; the 9th 
 });
 
 test('a disconnect cancels active reviews and reaps their process groups before the server exits', async () => {
-  const own = await connect();
+  const serverTmp = join(root, 'server-tmp');
+  mkdirSync(serverTmp);
+  const own = await connect([], { TMPDIR: serverTmp });
+  const batonDirs = () => readdirSync(serverTmp).filter((name) => name.startsWith('baton-'));
+  assert.equal(batonDirs().length, 1, 'the server keeps its private Claude home in a temp dir');
   const gate = new Gate();
   mock.push({ kind: 'stall', gate, text: 'thinking' });
   const seen = mock.messageRequests.length;
@@ -261,6 +265,7 @@ test('a disconnect cancels active reviews and reaps their process groups before 
   gate.open();
   assert.equal(alive(serverPid), false, 'the server exited');
   assert.equal(alive(children[0]!), false, 'the claude child is gone');
+  assert.deepEqual(batonDirs(), [], 'the private home was removed at exit');
   assert.match(own.stderr(), /ready/);
   assert.equal(/SIGKILL|Killed/.test(own.stderr()), false);
 });

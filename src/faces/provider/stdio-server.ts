@@ -53,8 +53,10 @@ export interface ProviderServerOptions {
   instructions?: string;
   tools: ProviderTool[];
   logger: Logger;
-  /** Cancels the provider's own work (jobs, homes) on shutdown; tracked groups are reaped after it. */
+  /** Cancels the provider's own work (background jobs) on shutdown, alongside in-flight calls. */
   onShutdown?: () => Promise<void>;
+  /** Last step, once all work has stopped and every tracked group is gone (e.g. remove private homes). */
+  onExit?: () => void;
 }
 
 /** Text content plus structuredContent; the text defaults to the JSON of the data. */
@@ -122,11 +124,15 @@ export async function serveProviderStdio(opts: ProviderServerOptions): Promise<v
       for (const c of inflight) c.abort();
       const bounded = (p: Promise<unknown>) =>
         Promise.race([p.catch(() => {}), new Promise((r) => setTimeout(r, SHUTDOWN_WAIT_MS).unref())]);
-      await bounded(opts.onShutdown?.() ?? Promise.resolve());
-      await bounded(Promise.allSettled([...calls]));
+      await bounded(Promise.all([opts.onShutdown?.(), Promise.allSettled([...calls])]));
       // Whatever is still alive in a group we started is stopped now: nothing outlives the server.
       await Promise.all([...groups].map((pgid) => stopGroup(pgid, DEFAULT_STOP_GRACE_MS)));
       await server.close().catch(() => {});
+      try {
+        opts.onExit?.();
+      } catch (err) {
+        opts.logger.warn('cleanup at exit failed', { error: err instanceof Error ? err.message : String(err) });
+      }
       clearInterval(keepalive);
     })();
     return shuttingDown;

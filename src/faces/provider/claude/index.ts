@@ -178,8 +178,8 @@ export async function run(argv: string[]): Promise<void> {
     version: '0.1.0',
     tools,
     logger,
-    onShutdown: async () => {
-      await jobs.closeAll();
+    onShutdown: () => jobs.closeAll(),
+    onExit: () => {
       if (ownsStateDir) rmSync(stateDir, { recursive: true, force: true });
     },
   });

@@ -103,7 +103,7 @@ export async function run(argv: string[]): Promise<void> {
     version: '0.1.0',
     tools: [gemini],
     logger,
-    onShutdown: async () => {
+    onExit: () => {
       if (ownsStateDir) rmSync(stateDir, { recursive: true, force: true });
     },
   });
