@@ -100,6 +100,42 @@ test('a mutating command in a read-only session is denied and reported as a perm
   assert.equal(existsSync(join(workspace, 'pwned.txt')), false);
 });
 
+test('a workspace-write session may edit files in its cwd (hub delegation policy)', async () => {
+  const session = await agent.openSession({
+    cwd: workspace,
+    sandbox: 'workspace-write',
+    signal: new AbortController().signal,
+  });
+  mock.push(
+    { kind: 'tool_use', name: 'Write', input: { file_path: join(workspace, 'made.txt'), content: 'made by claude\n' } },
+    { kind: 'text', text: 'wrote it' },
+  );
+  const events = await collect(session.turn('write made.txt', { signal: new AbortController().signal }));
+  assert.deepEqual(
+    events.filter((e) => e.kind === 'tool'),
+    [
+      { kind: 'tool', phase: 'start', family: 'patch' },
+      { kind: 'tool', phase: 'end', family: 'patch', ok: true },
+    ],
+  );
+  assert.equal(readFileSync(join(workspace, 'made.txt'), 'utf8'), 'made by claude\n');
+  const offered = (mock.messageRequests.at(-1)?.tools ?? []).map((t) => t.name);
+  assert.ok(offered.includes('Edit') && !offered.includes('Agent') && !offered.includes('Task'));
+});
+
+test('resuming a session id Claude does not know fails with its reason', async () => {
+  const session = await agent.openSession({
+    cwd: workspace,
+    sandbox: 'read-only',
+    resume: '00000000-0000-4000-8000-000000000000',
+    signal: new AbortController().signal,
+  });
+  const events = await collect(session.turn('continue', { signal: new AbortController().signal }));
+  const end = events.at(-1);
+  assert.equal(end?.kind === 'end' && end.outcome, 'failed');
+  assert.match(end?.kind === 'end' ? (end.error ?? '') : '', /error_during_execution.*: .*conversation/i);
+});
+
 test('is_error decides failure; the error text is reported', async () => {
   const session = await agent.openSession({
     cwd: workspace,

@@ -251,11 +251,14 @@ function runFailure(
   }
   if (outcome.streamError)
     return safeError(`Claude Code's output broke the framing limits: ${outcome.streamError.message}`);
+  const lastLine = outcome.stderrTail.trim().split('\n').at(-1) ?? '';
   if (result) {
     const failure = resultFailure(result);
-    return failure === undefined ? undefined : safeError(failure);
+    if (failure === undefined) return undefined;
+    // A result without its own text (e.g. an unknown --resume id) explains itself on stderr.
+    const hasText = typeof result.result === 'string' && result.result.trim() !== '';
+    return safeError(!hasText && lastLine ? `${failure}: ${lastLine}` : failure);
   }
-  const lastLine = outcome.stderrTail.trim().split('\n').at(-1) ?? '';
   const how = outcome.exit.signal ? `signal ${outcome.exit.signal}` : `code ${outcome.exit.code}`;
   return safeError(`Claude Code exited (${how}) without a result${lastLine ? `: ${lastLine}` : ''}`);
 }
