@@ -7,6 +7,8 @@ export interface ProviderModule {
 
 export const PROVIDERS: Record<string, () => Promise<ProviderModule>> = {
   browser: () => import('./browser/server.ts'),
+  claude: () => import('./claude/index.ts'),
+  gemini: () => import('./gemini/index.ts'),
 };
 
 export const DEFAULT_PROVIDER = 'codex';
