@@ -72,6 +72,15 @@ export function shellCall(
   return functionCall(tool.name, tool.args(command), opts.callId);
 }
 
+/** A shell command the model asks to run outside the sandbox: under `on-request` Codex asks the client to approve. */
+export function escalatedShellCall(command: string, callId?: string): ResponsesStep {
+  return functionCall(
+    'exec_command',
+    { cmd: command, sandbox_permissions: 'require_escalated', justification: 'needs to run outside the sandbox' },
+    callId,
+  );
+}
+
 /** A reply that stalls after its first delta until `gate` opens. */
 export function stalledReply(gate: Gate, text = 'stalled reply'): ResponsesStep {
   return { kind: 'respond', output: [{ type: 'message', text, chunks: 2 }], stallAt: gate };
