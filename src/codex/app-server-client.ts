@@ -4,6 +4,7 @@
 import type { Readable, Writable } from 'node:stream';
 import type { InitializeParams } from '../generated/codex/InitializeParams.ts';
 import type { InitializeResponse } from '../generated/codex/InitializeResponse.ts';
+import { registerSecret } from '../lib/redact.ts';
 import { jsonLinesChannel, openWebSocket, webSocketChannel } from './channels.ts';
 import { type JsonRpcId, JsonRpcPeer, type MessageChannel } from './json-rpc-peer.ts';
 
@@ -130,6 +131,8 @@ export class CodexAppServerClient {
       throw new TypeError('ignoredServerRequestMethods must be an array of method names');
     }
     this.ignored = new Set(ignored);
+    // The bearer token must never surface in baton's own logs or errors.
+    if (options.transport.type === 'websocket') registerSecret(options.transport.token);
     this.options = { ...options, transport: { ...options.transport } as CodexAppServerTransport };
   }
 

@@ -229,3 +229,74 @@ describe('isolated home auth write-back (AG-9)', () => {
     assert.throws(() => statSync(join(user, 'auth.json')), { code: 'ENOENT' });
   });
 });
+
+describe('codex agent edge paths (against a FAKE app-server, see fixtures/fake-app-server.ts)', () => {
+  const fakeAgent = (t: { after: (fn: () => unknown) => void }) => {
+    const root = tempDir(t, 'baton-codex-fake-');
+    return {
+      root,
+      agent: createAgent(
+        'codex',
+        {
+          kind: 'codex',
+          command: [process.execPath, join(import.meta.dirname, 'fixtures', 'fake-app-server.ts')],
+          userCodexHome: join(root, 'no-user-home'),
+          cancelGraceMs: 300,
+        },
+        { stateDir: root, logger: silentLogger },
+      ),
+    };
+  };
+
+  test('approval requests are declined and reported without their arguments (TE-11)', async (t) => {
+    const { agent, root } = fakeAgent(t);
+    const session = await agent.openSession({
+      cwd: root,
+      sandbox: 'workspace-write',
+      signal: new AbortController().signal,
+    });
+    t.after(() => session.close());
+    const events = await collect(session.turn('ask', { signal: new AbortController().signal }));
+    assert.deepEqual(
+      events.filter((e) => e.kind === 'permission'),
+      [
+        { kind: 'permission', decision: 'denied', what: 'command execution' },
+        { kind: 'permission', decision: 'denied', what: 'file change' },
+      ],
+    );
+    const answers = JSON.parse((events.find((e) => e.kind === 'message') as { text: string }).text);
+    assert.deepEqual(answers, [
+      { id: 0, result: { decision: 'decline' } },
+      { id: 1, result: { decision: 'decline' } },
+      { id: 2, error: { code: -32601, message: 'baton does not support attestation/generate' } },
+    ]);
+    assert.doesNotMatch(JSON.stringify(events), /secret\/path/);
+  });
+
+  test('an interrupt Codex never acknowledges: the process group is stopped, acknowledged=false (TE-8)', async (t) => {
+    const { agent, root } = fakeAgent(t);
+    const pgids: number[] = [];
+    const session = await agent.openSession({
+      cwd: root,
+      sandbox: 'workspace-write',
+      signal: new AbortController().signal,
+      onProcessGroup: (pgid) => pgids.push(pgid),
+    });
+    t.after(() => session.close());
+    const controller = new AbortController();
+    const events: AgentEvent[] = [];
+    const done = (async () => {
+      for await (const e of session.turn('hang', { signal: controller.signal })) {
+        events.push(e);
+        if (e.kind === 'status' && e.text === 'Working') controller.abort();
+      }
+    })();
+    await done;
+    assert.deepEqual(events.at(-1), { kind: 'end', outcome: 'cancelled', acknowledged: false });
+    assert.throws(() => process.kill(-pgids[0]!, 0), { code: 'ESRCH' });
+    // The session is unusable afterwards and says so.
+    const after = await collect(session.turn('again', { signal: new AbortController().signal }));
+    assert.equal(after.at(-1)?.kind === 'end' && after.at(-1)?.kind, 'end');
+    assert.equal((after.at(-1) as { outcome: string }).outcome, 'failed');
+  });
+});

@@ -3,7 +3,7 @@
 // server requests, silence). The real-binary tests live in app-server-client.test.ts.
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
-import { PassThrough } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { setImmediate as tick } from 'node:timers/promises';
 import {
@@ -344,4 +344,63 @@ describe('correlation and limits', () => {
     assert.equal(client.connected, false);
     assert.match(String(closeError?.message), /not valid JSON/);
   });
+});
+
+describe('outgoing bounds', () => {
+  /** A server that answers initialize, then stops reading: everything else stays queued in the client's stream. */
+  function stuckServer() {
+    const toClient = new PassThrough();
+    const fromClient = new Writable({
+      highWaterMark: 1,
+      write(chunk: Buffer, _enc, callback) {
+        const msg = JSON.parse(chunk.toString('utf8'));
+        if (msg.method === 'initialize') {
+          toClient.write(`${JSON.stringify({ id: msg.id, result: GOOD_INIT })}\n`);
+          callback();
+        } else if (msg.method === 'initialized') callback();
+        // Anything else: never acknowledged, so it stays buffered.
+      },
+    });
+    return { toClient, fromClient };
+  }
+
+  test('sends that would queue more than 4 MiB are refused before dispatch', async () => {
+    const { toClient, fromClient } = stuckServer();
+    const client = new CodexAppServerClient({
+      transport: { type: 'stdio', readable: toClient, writable: fromClient },
+      clientInfo,
+    });
+    await client.connect();
+    const threeMiB = 'x'.repeat(3 * 1024 * 1024);
+    const first = client.request('big/one', { blob: threeMiB }).catch((e) => e);
+    await assert.rejects(client.request('big/two', { blob: threeMiB }), (err: unknown) => {
+      assert.ok(err instanceof CodexAppServerRequestError);
+      assert.equal(err.dispatched, false);
+      assert.match(err.message, /outgoing buffer is full \(limit 4194304 bytes\)/);
+      return true;
+    });
+    assert.equal(client.connected, true);
+    client.close();
+    assert.ok((await first) instanceof CodexAppServerRequestError);
+  });
+});
+
+test('aborting a dispatched request rejects it as dispatched; a pre-aborted one is never sent', async () => {
+  const fake = fakeServer();
+  const client = clientFor(fake);
+  await client.connect();
+  const controller = new AbortController();
+  const pending = client.request('thread/list', {}, undefined, controller.signal);
+  await fake.next((m) => m.method === 'thread/list');
+  controller.abort();
+  await assert.rejects(pending, (err: unknown) => err instanceof CodexAppServerRequestError && err.dispatched);
+  await assert.rejects(
+    client.request('thread/read', {}, undefined, AbortSignal.abort()),
+    (err: unknown) => err instanceof CodexAppServerRequestError && !err.dispatched,
+  );
+  assert.equal(
+    fake.sent.some((m) => m.method === 'thread/read'),
+    false,
+  );
+  client.close();
 });

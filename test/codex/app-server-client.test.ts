@@ -13,7 +13,15 @@ import {
   observeCodexUnixSocket,
   requireCodexVersion,
 } from '../../src/index.ts';
-import { escalatedShellCall, reply, stalledReply, userTexts } from '../mock-models/responses.ts';
+import {
+  escalatedShellCall,
+  httpError,
+  malformedStream,
+  reply,
+  responseFailed,
+  stalledReply,
+  userTexts,
+} from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
 import {
   type CodexFixture,
@@ -129,6 +137,15 @@ describe('over stdio', () => {
     const interrupted = await log.wait('turn/completed', (p) => (p.turn as { id: string }).id === stalled.turn.id);
     assert.equal((interrupted.turn as { status: string }).status, 'interrupted');
 
+    // Model failures end the turn as failed with Codex's reason: response.failed, a malformed stream, an HTTP error.
+    mock.push(responseFailed('the mock model failed'), malformedStream(), httpError(500));
+    for (const prompt of ['fail: response.failed', 'fail: malformed stream', 'fail: http 500']) {
+      const failed = await runTurn(client, log, threadId, prompt);
+      const failedTurn = failed.turn as { status: string; error: { message: string } | null };
+      assert.equal(failedTurn.status, 'failed', prompt);
+      assert.ok(failedTurn.error?.message, prompt);
+    }
+
     // An unknown method is the server's error, with its code, after dispatch.
     await assert.rejects(client.request('no/such/method', {}), (err: unknown) => {
       assert.ok(err instanceof CodexAppServerRequestError);
@@ -191,6 +208,26 @@ describe('over WebSocket', () => {
     const threadId = await startThread(client, fixture);
     const done = await runTurn(client, log, threadId, 'hi');
     assert.equal((done.turn as { status: string }).status, 'completed');
+
+    // The same inbound limit applies to WebSocket messages.
+    let closeError: Error | undefined;
+    const small = new CodexAppServerClient({
+      transport: { type: 'websocket', url: server.url! },
+      clientInfo,
+      maxMessageBytes: 1024,
+      initializeTimeoutMs: 30_000,
+      onClose: (e) => {
+        closeError = e;
+      },
+    });
+    await small.connect();
+    await assert.rejects(
+      small.request('thread/read', { threadId, includeTurns: true }),
+      (err: unknown) => err instanceof CodexAppServerRequestError && err.dispatched,
+    );
+    assert.match(String(closeError?.message), /exceeds the 1024-byte limit/);
+    // The server and the other client are unaffected.
+    assert.ok(await client.request('thread/read', { threadId }));
   });
 
   test('with a capability token: refused without it, accepted with it', async (t) => {
