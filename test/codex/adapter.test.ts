@@ -1,7 +1,8 @@
 // The `codex` agent (AG-1, AG-6..AG-9) on the real codex 0.169.0 against the Responses mock, created through the
 // registry exactly as the hub does.
 import assert from 'node:assert/strict';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import type { AgentEvent, AgentSession } from '../../src/agents/agent.ts';
@@ -33,7 +34,13 @@ async function collect(events: AsyncIterable<AgentEvent>): Promise<AgentEvent[]>
 describe('codex agent', () => {
   test('turns, tools, cancel, resume in a fresh process, isolated home, probe', async (t) => {
     const mock = await startResponsesMock(t);
-    const root = tempDir(t, 'baton-codex-agent-');
+    const root = mkdtempSync(join(tmpdir(), 'baton-codex-agent-'));
+    const sessions: AgentSession[] = [];
+    // Every Codex is stopped before its dirs are removed (Codex rewrites files until it exits).
+    t.after(async () => {
+      await Promise.all(sessions.map((s) => s.close()));
+      rmSync(root, { recursive: true, force: true });
+    });
     const stateDir = ensurePrivateDir(join(root, 'state'));
     const userHome = ensurePrivateDir(join(root, 'user-codex'));
     writeFileSync(join(userHome, 'auth.json'), JSON.stringify({ OPENAI_API_KEY: PLANTED_KEY }), { mode: 0o600 });
@@ -58,8 +65,6 @@ describe('codex agent', () => {
     );
     assert.equal(agent.kind, 'codex');
 
-    const sessions: AgentSession[] = [];
-    t.after(() => Promise.all(sessions.map((s) => s.close())));
     const open = async (resume?: string) => {
       const pgids: number[] = [];
       const s = await agent.openSession({
