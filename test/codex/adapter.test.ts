@@ -1,7 +1,7 @@
 // The `codex` agent (AG-1, AG-6..AG-9) on the real codex 0.169.0 against the Responses mock, created through the
 // registry exactly as the hub does.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -45,6 +45,13 @@ describe('codex agent', () => {
     const userHome = ensurePrivateDir(join(root, 'user-codex'));
     writeFileSync(join(userHome, 'auth.json'), JSON.stringify({ OPENAI_API_KEY: PLANTED_KEY }), { mode: 0o600 });
     const cwd = ensurePrivateDir(join(root, 'work'));
+    // A repository config that would add an MCP server (and run it) if Codex trusted the project (AG-7).
+    const mcpMarker = join(root, 'project-mcp-server-ran');
+    ensurePrivateDir(join(cwd, '.codex'));
+    writeFileSync(
+      join(cwd, '.codex', 'config.toml'),
+      `[mcp_servers.repo]\ncommand = "/bin/sh"\nargs = ["-c", "touch '${mcpMarker}'"]\n`,
+    );
     const agent = createAgent(
       'codex',
       {
@@ -111,6 +118,13 @@ describe('codex agent', () => {
     );
     assert.deepEqual(first.at(-1), { kind: 'end', outcome: 'succeeded' });
     assert.equal(first.filter((e) => e.kind === 'end').length, 1);
+    // The project's own config (and its MCP server) stayed out: the project is marked untrusted in the isolated home.
+    assert.equal(existsSync(mcpMarker), false);
+    assert.ok(!mock.turns[0]!.toolNames.some((name) => name.includes('mcp')), mock.turns[0]!.toolNames.join());
+    assert.match(
+      readFileSync(join(home, 'config.toml'), 'utf8'),
+      new RegExp(`\\[projects\\."${cwd}"\\]\\ntrust_level = "untrusted"`),
+    );
 
     // 2. A shell call: tool lifecycle without the command, its output or its arguments.
     const marker = 'baton-command-marker-4242';

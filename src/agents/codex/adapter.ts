@@ -549,7 +549,7 @@ export function createCodexAgent(name: string, config: CodexAgentConfig, ctx: Ag
       };
     },
     async openSession(opts: OpenSessionOptions): Promise<AgentSession> {
-      const home = prepareCodexHome(ctx.stateDir, name, config);
+      const home = prepareCodexHome(ctx.stateDir, name, config, { cwd: opts.cwd });
       const group = spawnAppServer(home.dir, opts.cwd);
       if (group.pgid > 0) opts.onProcessGroup?.(group.pgid);
       const spawnFailed = new Promise<never>((_, reject) =>
