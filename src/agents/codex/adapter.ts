@@ -193,7 +193,6 @@ class CodexSession implements AgentSession {
   private readonly ctx: AgentContext;
   private readonly writeBackAuth: () => boolean;
   private active: ActiveTurn | undefined;
-  private announcedSession = false;
   private lost: Error | undefined;
   private closing: Promise<void> | undefined;
   private readonly lostWaiters = new Set<(err: Error) => void>();
@@ -259,10 +258,6 @@ class CodexSession implements AgentSession {
       finalMessages: [],
     };
     this.active = active;
-    if (!this.announcedSession && this.id) {
-      this.announcedSession = true;
-      queue.push({ kind: 'session', id: this.id });
-    }
     void this.runTurn(active, prompt, opts).then(
       (end) => this.finishTurn(active, end),
       (err) => this.finishTurn(active, { kind: 'end', outcome: 'failed', error: redact(String(err?.message ?? err)) }),
@@ -389,9 +384,8 @@ class CodexSession implements AgentSession {
       .filter((i) => i.phase !== 'commentary')
       .map((i) => i.text);
     const texts = finals.length ? finals : active.finalMessages;
-    if (turn.status !== 'interrupted') {
-      for (const text of texts) if (text) active.queue.push({ kind: 'message', text });
-    }
+    const text = texts.filter(Boolean).join('\n\n');
+    if (turn.status !== 'interrupted' && text) active.queue.push({ kind: 'message', text });
     switch (turn.status) {
       case 'completed':
         return { kind: 'end', outcome: 'succeeded' };
