@@ -11,6 +11,7 @@ import { createAgent } from '../../src/agents/registry.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { ensurePrivateDir } from '../../src/lib/private-fs.ts';
 import {
+  addFilePatch,
   assistantTexts,
   commentaryThenReply,
   reply,
@@ -148,6 +149,19 @@ describe('codex agent', () => {
     const afterTool = mock.turns.at(-1)!;
     assert.ok(afterTool.input.some((i) => i.type === 'function_call_output' && String(i.output).includes(marker)));
 
+    // 2b. A patch: lifecycle of family `patch`, the file really written, its path not in the events.
+    mock.push(addFilePatch('patched-by-codex.txt', 'hello patch'), reply('patched'));
+    const patchTurn = await collect(session.turn('edit a file', { signal: new AbortController().signal }));
+    assert.deepEqual(
+      patchTurn.filter((e) => e.kind === 'tool'),
+      [
+        { kind: 'tool', phase: 'start', family: 'patch' },
+        { kind: 'tool', phase: 'end', family: 'patch', ok: true },
+      ],
+    );
+    assert.equal(readFileSync(join(cwd, 'patched-by-codex.txt'), 'utf8'), 'hello patch\n');
+    assert.doesNotMatch(JSON.stringify(patchTurn), /patched-by-codex/);
+
     // 3. Cancel a stalled turn: turn/interrupt is acknowledged within the grace.
     const gate = new Gate();
     t.after(() => gate.open());
@@ -182,7 +196,7 @@ describe('codex agent', () => {
     );
     const seen = await mock.waitForTurn(before);
     const users = userTexts(seen);
-    for (const prompt of ['first prompt', 'run a command', 'after the restart'])
+    for (const prompt of ['first prompt', 'run a command', 'edit a file', 'after the restart'])
       assert.ok(users.includes(prompt), prompt);
     assert.ok(assistantTexts(seen).includes('The first answer'));
     await resumed.close();
