@@ -1,5 +1,6 @@
 // The registry of agent kinds. A new kind is one folder under src/agents/ and one line here.
 import type { z } from 'zod';
+import { acpAgentKind } from './acp/index.ts';
 import type { Agent, AgentContext } from './agent.ts';
 
 export interface AgentKind<S extends z.ZodType = z.ZodType> {
@@ -8,7 +9,9 @@ export interface AgentKind<S extends z.ZodType = z.ZodType> {
   create(name: string, config: z.infer<S>, ctx: AgentContext): Agent;
 }
 
-export const AGENT_KINDS: Record<string, AgentKind> = {};
+export const AGENT_KINDS: Record<string, AgentKind> = {
+  acp: acpAgentKind as AgentKind,
+};
 
 export function createAgent(name: string, entry: { kind: string } & Record<string, unknown>, ctx: AgentContext): Agent {
   const kind = AGENT_KINDS[entry.kind];
