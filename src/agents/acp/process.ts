@@ -1,6 +1,6 @@
 // Starting an ACP agent: resolve its binary, spawn it in its own process group (AG-8) with a scrubbed environment,
 // connect the SDK client over bounded stdio framing, and run `initialize`.
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import * as acp from '@agentclientprotocol/sdk';
 import type { Logger } from '../../lib/log.ts';
@@ -117,6 +117,8 @@ export class AcpProcess {
       throw new AgentStartError(
         `agent "${opts.agentName}": binary "${command}" not found${command.includes('/') ? '' : ' on PATH'}; install it or fix "command" in its config`,
       );
+    if (!isDirectory(opts.cwd))
+      throw new AgentStartError(`agent "${opts.agentName}": working directory "${opts.cwd}" does not exist`);
     const group = spawnGroup(binary, args, { cwd: opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
     const spawnError = new Promise<Error>((r) => group.child.once('error', r));
     if (group.pgid <= 0) {
@@ -208,6 +210,14 @@ export class AcpProcess {
   async stop(): Promise<GroupExit> {
     this.connection.close();
     return this.group.stop();
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
   }
 }
 
