@@ -88,6 +88,14 @@ function messageText(events: AgentEvent[]): string {
   return events.map((e) => (e.kind === 'message' ? e.text : '')).join('');
 }
 
+async function until(condition: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -274,17 +282,27 @@ describe('ACP adapter with the scripted test agent', () => {
 
   test('an oversized frame fails the turn instead of growing memory (SE-5)', async (t) => {
     const h = harness(t);
-    const { session } = await open(h, t);
+    const { session, pgids } = await open(h, t);
     const { end } = await runTurn(session, { steps: [{ bigFrame: DEFAULT_MAX_LINE_BYTES + 1024 }, { reply: 'x' }] });
     assert.equal(end.outcome, 'failed');
-    assert.match(end.error ?? '', /exceeds the 4194304-byte limit/);
+    assert.match(end.error ?? '', /exceeds the 4194304-byte limit; the agent was stopped/);
+    // The process is stopped without waiting for close(); a group that is not our child has no exit event to await.
+    await until(() => !isGroupAlive(pgids[0]!), 'the agent group is stopped after an oversized frame');
+    assert.match((await runTurn(session, 'more?')).end.error ?? '', /no longer running/);
   });
 
-  test('the agent works in the task cwd (writes a file there)', async (t) => {
+  test('the agent works in the task cwd (writes a file there); stray stdout lines are skipped', async (t) => {
     const h = harness(t);
     const { session } = await open(h, t);
-    const { end } = await runTurn(session, { steps: [{ writeFile: { name: 'out.txt', content: 'written' } }] });
-    assert.equal(end.outcome, 'succeeded');
+    const { end, text } = await runTurn(session, {
+      steps: [
+        { junkLine: 'a stray log line' },
+        { writeFile: { name: 'out.txt', content: 'written' } },
+        { reply: 'ok' },
+      ],
+    });
+    assert.equal(end.outcome, 'succeeded', 'a stray non-JSON stdout line is skipped');
+    assert.equal(text, 'ok');
     assert.equal(readFileSync(join(h.cwd, 'out.txt'), 'utf8'), 'written');
   });
 
@@ -321,6 +339,35 @@ describe('ACP adapter with the scripted test agent', () => {
     );
     assert.equal(pgids.length, 1);
     assert.equal(isGroupAlive(pgids[0]!), false);
+  });
+
+  test('a resume of an unknown session and an agent dying at start fail with clear messages', async (t) => {
+    const h = harness(t, { persist: true });
+    await assert.rejects(
+      h.agent.openSession({
+        cwd: h.cwd,
+        sandbox: 'read-only',
+        signal: new AbortController().signal,
+        resume: 'test-nope',
+      }),
+      /agent "scripted" failed session\/load: Resource not found/,
+    );
+    const dying = new AcpAgent(
+      'dying',
+      { command: [process.execPath, '-e', 'process.stderr.write("no credentials configured\\n"); process.exit(2)'] },
+      { logger: silentLogger },
+    );
+    await assert.rejects(
+      dying.openSession({ cwd: h.cwd, sandbox: 'read-only', signal: new AbortController().signal }),
+      /agent "dying" failed initialize: the agent process exited with code 2 \(last stderr line: no credentials configured\)/,
+    );
+    const probe = await dying.probe();
+    assert.equal(probe.available, false);
+    assert.match(probe.detail ?? '', /exited with code 2/);
+    await assert.rejects(
+      h.agent.openSession({ cwd: join(h.cwd, 'missing'), sandbox: 'read-only', signal: new AbortController().signal }),
+      /working directory ".*missing" does not exist/,
+    );
   });
 
   test('probe reports the version from initialize; probeSession opens a session without a prompt', async (t) => {

@@ -89,7 +89,9 @@ export class AcpProcess {
     const stream = stdioStream(child.stdout!, child.stdin!, {
       onFrameError: (err) => {
         this.frameError = err;
-        logger.warn('acp agent broke the framing; closing its connection', { agent: agentName, error: err.message });
+        logger.warn('acp agent broke the framing; stopping it', { agent: agentName, error: err.message });
+        // Nothing after an oversized frame can be trusted: the session is over, so is the process.
+        void this.stop();
       },
       onMalformed: () => logger.debug('acp agent wrote a non-JSON-RPC line on stdout (skipped)', { agent: agentName }),
     });
