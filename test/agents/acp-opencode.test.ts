@@ -1,7 +1,7 @@
 // The ACP adapter driving the real OpenCode (`opencode acp`) offline against the scripted chat-completions mock.
 // One binary start serves every turn below.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -88,6 +88,6 @@ describe('ACP adapter with the real opencode acp', () => {
   test('close stops the process group; opencode installed nothing from npm', async () => {
     await session.close();
     assert.equal(isGroupAlive(pgids[0]!), false);
-    assert.equal(existsSync(join(root, 'oc', 'config', 'opencode', 'node_modules')), false);
+    assert.deepEqual(readdirSync(join(root, 'oc', 'config', 'opencode', 'node_modules')), [], 'no npm install ran');
   });
 });
