@@ -341,7 +341,7 @@ describe('ACP adapter with the scripted test agent', () => {
     assert.equal(isGroupAlive(pgids[0]!), false);
   });
 
-  test('a resume of an unknown session and an agent dying at start fail with clear messages', async (t) => {
+  test('unknown resume, missing login, an agent dying at start and a missing cwd fail with clear messages', async (t) => {
     const h = harness(t, { persist: true });
     await assert.rejects(
       h.agent.openSession({
@@ -351,6 +351,11 @@ describe('ACP adapter with the scripted test agent', () => {
         resume: 'test-nope',
       }),
       /agent "scripted" failed session\/load: Resource not found/,
+    );
+    const loggedOut = harness(t, { env: { ACP_TEST_AGENT_AUTH_REQUIRED: '1' } });
+    await assert.rejects(
+      loggedOut.agent.openSession({ cwd: h.cwd, sandbox: 'read-only', signal: new AbortController().signal }),
+      /failed session\/new: Authentication required; log in with the agent's own CLI first/,
     );
     const dying = new AcpAgent(
       'dying',

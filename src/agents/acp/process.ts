@@ -20,6 +20,10 @@ const EXIT_REPORT_WAIT_MS = 2_000;
 
 const BATON_ENV_PREFIX = 'BATON_';
 
+/** ACP's "authentication required" error: baton never logs in for the user (the agent's own login is used). */
+const AUTH_REQUIRED_CODE = -32000;
+const LOGIN_HINT = "; log in with the agent's own CLI first (baton uses the agent's existing login), then retry";
+
 const CLIENT_INFO = { name: 'baton', title: 'baton', version: '0.1.0' };
 
 /** The user's environment minus anything baton-specific, plus the agent's configured env. */
@@ -188,7 +192,10 @@ export class AcpProcess {
   /** Why a request failed: the agent's own JSON-RPC error, a broken frame, or the process having exited. */
   async describeFailure(err: unknown): Promise<string> {
     if (this.frameError) return `${this.frameError.message}; the agent was stopped`;
-    if (err instanceof acp.RequestError) return clean(`${err.message}${dataDetail(err.data)}`);
+    if (err instanceof acp.RequestError) {
+      const hint = err.code === AUTH_REQUIRED_CODE ? LOGIN_HINT : '';
+      return `${clean(`${err.message}${dataDetail(err.data)}`)}${hint}`;
+    }
     const exit = this.exit ?? (await raceTimeout(this.group.exited, EXIT_REPORT_WAIT_MS));
     if (exit) {
       const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
