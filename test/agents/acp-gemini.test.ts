@@ -13,6 +13,9 @@ import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
 import { runTurn } from './acp-real-support.ts';
 
+/** One of the models gemini --acp offers in session/new (not its default `auto`). */
+const CHOSEN_MODEL = 'gemini-2.5-pro';
+
 describe('ACP adapter with the real gemini --acp', () => {
   let mock: GeminiMock;
   let session: AcpAgentSession;
@@ -40,6 +43,7 @@ describe('ACP adapter with the real gemini --acp', () => {
     session = await agent.openSession({
       cwd,
       sandbox: 'workspace-write',
+      model: CHOSEN_MODEL,
       signal: new AbortController().signal,
       onProcessGroup: (p) => pgids.push(p),
     });
@@ -51,7 +55,7 @@ describe('ACP adapter with the real gemini --acp', () => {
     rmSync(root, { recursive: true, force: true });
   });
 
-  test('one turn end to end: streamed text and usage', async () => {
+  test('one turn end to end in the chosen model: streamed text and usage', async () => {
     mock.script.push({ type: 'text', chunks: ['Hello ', 'from ', 'Gemini'] });
     const { events, end, text } = await runTurn(session, 'say hello');
     assert.deepEqual(end, { kind: 'end', outcome: 'succeeded' });
@@ -60,6 +64,7 @@ describe('ACP adapter with the real gemini --acp', () => {
     assert.ok(events.some((e) => e.kind === 'usage' && e.inputTokens !== undefined));
     const main = mock.mainCalls().at(-1)!;
     assert.match(JSON.stringify(main.body), /say hello/);
+    assert.equal(main.path, `/v1beta/models/${CHOSEN_MODEL}:streamGenerateContent`, 'the model chosen at open is used');
   });
 
   test('a read-only tool call runs and shows as tool start/end without its arguments', async () => {

@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { AcpAgent, type AcpAgentSession, acpConfigSchema, acpPreset } from '../../src/agents/acp/index.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { isGroupAlive } from '../../src/lib/process-group.ts';
-import { type ChatMock, opencodeEnv, startChatMock } from '../mock-models/chat-completions.ts';
+import { type ChatMock, MOCK_MODEL_ALT, opencodeEnv, startChatMock } from '../mock-models/chat-completions.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
 import { runTurn } from './acp-real-support.ts';
@@ -35,6 +35,7 @@ describe('ACP adapter with the real opencode acp', () => {
     session = await agent.openSession({
       cwd,
       sandbox: 'workspace-write',
+      model: `mock/${MOCK_MODEL_ALT}`,
       signal: new AbortController().signal,
       onProcessGroup: (p) => pgids.push(p),
     });
@@ -46,7 +47,7 @@ describe('ACP adapter with the real opencode acp', () => {
     rmSync(root, { recursive: true, force: true });
   });
 
-  test('one turn end to end: streamed text and token usage', async () => {
+  test('one turn end to end in the chosen model: streamed text and token usage', async () => {
     mock.script.push({ type: 'text', chunks: ['Hello ', 'from ', 'OpenCode'] });
     const { events, end, text } = await runTurn(session, 'say hello');
     assert.deepEqual(end, { kind: 'end', outcome: 'succeeded' });
@@ -54,7 +55,9 @@ describe('ACP adapter with the real opencode acp', () => {
     assert.ok(session.id?.startsWith('ses_'));
     assert.deepEqual(events[0], { kind: 'session', id: session.id });
     assert.ok(events.some((e) => e.kind === 'usage' && e.inputTokens === 11 && e.outputTokens === 7));
-    assert.match(JSON.stringify(mock.mainCalls().at(-1)!.body), /say hello/);
+    const main = mock.mainCalls().at(-1)!;
+    assert.match(JSON.stringify(main.body), /say hello/);
+    assert.equal((main.body as { model: string }).model, MOCK_MODEL_ALT, 'the model chosen at open is used');
   });
 
   test('cancel of a stalled turn is acknowledged; the session keeps working', async () => {

@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { AcpAgent, acpConfigSchema, ResumeUnsupportedError } from '../../src/agents/acp/index.ts';
 import type { AcpAgentSession } from '../../src/agents/acp/session.ts';
-import type { AgentEvent } from '../../src/agents/agent.ts';
+import type { AgentEvent, OpenSessionOptions } from '../../src/agents/agent.ts';
 import { createAgent } from '../../src/agents/registry.ts';
 import { DEFAULT_MAX_LINE_BYTES } from '../../src/lib/jsonl.ts';
 import { silentLogger } from '../../src/lib/log.ts';
@@ -55,13 +55,19 @@ function harness(
   };
 }
 
-async function open(h: Harness, t: { after: (fn: () => unknown) => void }, resume?: string) {
+async function open(
+  h: Harness,
+  t: { after: (fn: () => unknown) => void },
+  resume?: string,
+  more: Partial<OpenSessionOptions> = {},
+) {
   const pgids: number[] = [];
   const session = (await h.agent.openSession({
     cwd: h.cwd,
     sandbox: 'workspace-write',
     signal: new AbortController().signal,
     resume,
+    ...more,
     onProcessGroup: (pgid) => pgids.push(pgid),
   })) as AcpAgentSession;
   t.after(() => session.close());
@@ -209,6 +215,48 @@ describe('ACP adapter with the scripted test agent', () => {
       { outcome: 'selected', optionId: 'yes' },
       'allow once, never allow always',
     );
+
+    // A read-only task never grants, whatever the config says.
+    const readOnly = await open(allowed, t, undefined, { sandbox: 'read-only' });
+    const refused = await runTurn(readOnly.session, { steps: [{ permission: { kind: 'edit', title: 'edit' } }] });
+    assert.equal(refused.text, 'permission:denied');
+    assert.deepEqual(
+      refused.events.filter((e) => e.kind === 'permission'),
+      [{ kind: 'permission', decision: 'denied', what: 'change files' }],
+    );
+  });
+
+  test('model and effort are set through config options only when asked; an unknown value is refused', async (t) => {
+    const h = harness(t);
+    const plain = await open(h, t);
+    assert.equal((await runTurn(plain.session, { steps: [{ config: true }] })).text, 'config:model=alpha,effort=low');
+    assert.ok(!h.records().some((r) => r.event === 'session/set_config_option'), 'nothing chosen unasked');
+
+    const chosen = await open(h, t, undefined, { model: 'beta', effort: 'high' });
+    assert.equal((await runTurn(chosen.session, { steps: [{ config: true }] })).text, 'config:model=beta,effort=high');
+    assert.deepEqual(
+      h
+        .records()
+        .filter((r) => r.event === 'session/set_config_option')
+        .map((r) => r.params),
+      [
+        { sessionId: chosen.session.id, configId: 'model', value: 'beta' },
+        { sessionId: chosen.session.id, configId: 'effort', value: 'high' },
+      ],
+    );
+
+    const pgids: number[] = [];
+    await assert.rejects(
+      h.agent.openSession({
+        cwd: h.cwd,
+        sandbox: 'read-only',
+        signal: new AbortController().signal,
+        model: 'gamma',
+        onProcessGroup: (p) => pgids.push(p),
+      }),
+      /agent "scripted" has no model "gamma"; it offers: alpha, beta/,
+    );
+    assert.equal(isGroupAlive(pgids[0]!), false);
   });
 
   test('cancel: session/cancel acknowledged within the grace ends the turn cancelled; the session stays usable', async (t) => {

@@ -19,6 +19,8 @@ export type ChatStep =
   | { type: 'error'; status: number; message: string };
 
 export const MOCK_MODEL = 'mock-model';
+/** A second model in the same provider, for tests that choose a model. */
+export const MOCK_MODEL_ALT = 'mock-model-alt';
 const TITLE_ANSWER = 'Mock title';
 
 export interface ChatMock {
@@ -138,7 +140,10 @@ export function opencodeConfig(mock: Pick<ChatMock, 'baseUrl'>): Record<string, 
         npm: '@ai-sdk/openai-compatible',
         name: 'Mock',
         options: { baseURL: mock.baseUrl, apiKey: 'dummy-mock-key' },
-        models: { [MOCK_MODEL]: { name: 'Mock model', tool_call: true } },
+        models: {
+          [MOCK_MODEL]: { name: 'Mock model', tool_call: true },
+          [MOCK_MODEL_ALT]: { name: 'Mock model (alternative)', tool_call: true },
+        },
       },
     },
     model: `mock/${MOCK_MODEL}`,

@@ -3,7 +3,7 @@
 import { setImmediate as nextMacrotask } from 'node:timers/promises';
 import * as acp from '@agentclientprotocol/sdk';
 import type { Logger } from '../../lib/log.ts';
-import type { AgentEvent, AgentSession, OpenSessionOptions, TurnOptions } from '../agent.ts';
+import type { AgentEvent, AgentSession, OpenSessionOptions, Sandbox, TurnOptions } from '../agent.ts';
 import { type AcpConfig, DEFAULT_CANCEL_GRACE_MS } from './config.ts';
 import { EventQueue } from './event-queue.ts';
 import {
@@ -14,6 +14,7 @@ import {
   usageFromPromptResponse,
 } from './events.ts';
 import { AcpProcess, AgentStartError } from './process.ts';
+import { applySessionChoices } from './session-options.ts';
 
 type EndEvent = Extract<AgentEvent, { kind: 'end' }>;
 
@@ -48,16 +49,18 @@ export class AcpAgentSession implements AgentSession {
   /** A prompt the agent never confirmed stopping (unacknowledged cancel): no new turn until it settles. */
   private abandoned: Promise<unknown> | undefined;
   private closing: Promise<void> | undefined;
+  private readonly sandbox: Sandbox;
 
-  private constructor(agentName: string, config: AcpConfig, logger: Logger) {
+  private constructor(agentName: string, config: AcpConfig, logger: Logger, sandbox: Sandbox) {
     this.agentName = agentName;
     this.config = config;
     this.logger = logger;
+    this.sandbox = sandbox;
   }
 
   /** Starts the agent in `opts.cwd` and creates (or, with `opts.resume`, loads) a session. Never passes MCP servers. */
   static async open(agentName: string, config: AcpConfig, logger: Logger, opts: OpenSessionOptions) {
-    const session = new AcpAgentSession(agentName, config, logger);
+    const session = new AcpAgentSession(agentName, config, logger, opts.sandbox);
     session.proc = await AcpProcess.start({
       agentName,
       config,
@@ -75,7 +78,7 @@ export class AcpAgentSession implements AgentSession {
       if (opts.resume) {
         if (!proc.initializeResult?.agentCapabilities?.loadSession) throw new ResumeUnsupportedError(agentName);
         // session/load replays the history as session/update notifications; no turn is active, so they are dropped.
-        await proc.startupStep(
+        const loaded = await proc.startupStep(
           'session/load',
           proc.agent.request(acp.methods.agent.session.load, {
             sessionId: opts.resume,
@@ -85,6 +88,7 @@ export class AcpAgentSession implements AgentSession {
           opts.signal,
         );
         session.sessionId = opts.resume;
+        await applySessionChoices(proc, opts.resume, loaded ?? {}, opts, opts.signal);
       } else {
         // AG-7: children never see baton's endpoints or the user's MCP servers.
         const created = await proc.startupStep(
@@ -93,6 +97,7 @@ export class AcpAgentSession implements AgentSession {
           opts.signal,
         );
         session.sessionId = created.sessionId;
+        await applySessionChoices(proc, created.sessionId, created, opts, opts.signal);
       }
       return session;
     } catch (err) {
@@ -120,7 +125,8 @@ export class AcpAgentSession implements AgentSession {
   }
 
   private onPermission(request: acp.RequestPermissionRequest): acp.RequestPermissionResponse {
-    const allow = this.config.allowPermissions === true;
+    // A read-only task never grants anything, whatever the agent's config allows.
+    const allow = this.config.allowPermissions === true && this.sandbox !== 'read-only';
     const option = choosePermissionOption(request.options, allow);
     const granted = allow && option !== undefined;
     const what = permissionWhat(request.toolCall.kind);
