@@ -36,7 +36,7 @@ describe('ACP adapter with the real gemini --acp', () => {
       acpConfigSchema.parse({
         command: [process.execPath, bins.gemini(), '--acp'],
         env: agentEnv,
-        cancelGraceMs: 10_000,
+        cancelGraceMs: 30_000,
       }),
       { logger: silentLogger },
     );

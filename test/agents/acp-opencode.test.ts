@@ -29,7 +29,7 @@ describe('ACP adapter with the real opencode acp', () => {
     agentEnv = opencodeEnv(join(root, 'oc'), mock);
     const agent = new AcpAgent(
       'opencode-acp',
-      acpConfigSchema.parse({ command: [bins.opencode(), 'acp'], env: agentEnv, cancelGraceMs: 10_000 }),
+      acpConfigSchema.parse({ command: [bins.opencode(), 'acp'], env: agentEnv, cancelGraceMs: 30_000 }),
       { logger: silentLogger },
     );
     session = await agent.openSession({
