@@ -422,6 +422,19 @@ describe('ACP adapter with the scripted test agent', () => {
       h.agent.openSession({ cwd: join(h.cwd, 'missing'), sandbox: 'read-only', signal: new AbortController().signal }),
       /working directory ".*missing" does not exist/,
     );
+    const aborted = new AbortController();
+    aborted.abort();
+    const pgids: number[] = [];
+    await assert.rejects(
+      h.agent.openSession({
+        cwd: h.cwd,
+        sandbox: 'read-only',
+        signal: aborted.signal,
+        onProcessGroup: (p) => pgids.push(p),
+      }),
+      /agent "scripted": start was cancelled/,
+    );
+    assert.deepEqual(pgids, [], 'a start cancelled before it began spawns nothing');
   });
 
   test('probe reports the version from initialize; probeSession opens a session without a prompt', async (t) => {

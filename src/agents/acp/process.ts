@@ -123,6 +123,7 @@ export class AcpProcess {
       throw new AgentStartError(
         `agent "${opts.agentName}": binary "${command}" not found${command.includes('/') ? '' : ' on PATH'}; install it or fix "command" in its config`,
       );
+    if (opts.signal?.aborted) throw new AgentStartError(`agent "${opts.agentName}": start was cancelled`);
     if (!isDirectory(opts.cwd))
       throw new AgentStartError(`agent "${opts.agentName}": working directory "${opts.cwd}" does not exist`);
     const group = spawnGroup(binary, args, { cwd: opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });

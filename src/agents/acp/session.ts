@@ -230,7 +230,9 @@ export class AcpAgentSession implements AgentSession {
         const why = this.closing
           ? 'the session was closed during the turn'
           : `agent "${this.agentName}" failed the turn: ${await this.proc.describeFailure(err)}`;
-        finish({ kind: 'end', outcome: 'failed', error: why });
+        // Dying while asked to stop is still a cancelled turn, though not one the agent acknowledged.
+        if (cancelRequested) finish({ kind: 'end', outcome: 'cancelled', acknowledged: false, error: why });
+        else finish({ kind: 'end', outcome: 'failed', error: why });
       },
     );
   }
