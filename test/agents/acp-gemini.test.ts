@@ -132,7 +132,6 @@ describe('ACP adapter with the real gemini --acp', () => {
   test('version and doctor session check without a prompt; close stops the group', async () => {
     const calls = mock.mainCalls().length;
     const check = await agent.probeSession(cwd);
-    assert.equal(check.ok, true, check.detail);
     assert.match(check.version ?? '', /^\d+\.\d+\.\d+/);
     assert.equal(check.loadSession, true);
     assert.equal(mock.mainCalls().length, calls, 'no inference');

@@ -418,6 +418,7 @@ describe('ACP adapter with the scripted test agent', () => {
     const probe = await dying.probe();
     assert.equal(probe.available, false);
     assert.match(probe.detail ?? '', /exited with code 2/);
+    await assert.rejects(dying.probeSession(), /agent "dying" failed initialize: the agent process exited with code 2/);
     await assert.rejects(
       h.agent.openSession({ cwd: join(h.cwd, 'missing'), sandbox: 'read-only', signal: new AbortController().signal }),
       /working directory ".*missing" does not exist/,
@@ -448,8 +449,9 @@ describe('ACP adapter with the scripted test agent', () => {
       binary: process.execPath,
       version: '9.8.7',
     });
-    const check = await h.agent.probeSession(h.cwd);
-    assert.deepEqual(check, { ok: true, version: '9.8.7', loadSession: false });
+    // As `baton doctor` calls it: no arguments, resolves when a session could be opened and closed.
+    const check = await h.agent.probeSession();
+    assert.deepEqual(check, { version: '9.8.7', loadSession: false });
     const records = h.records();
     assert.ok(records.some((r) => r.event === 'session/new'));
     assert.ok(!records.some((r) => r.event === 'stalling' || r.event === 'permission'));

@@ -14,11 +14,9 @@ const VERSION_OUTPUT_MAX_BYTES = 4 * 1024;
 const VERSION_PATTERN = /\b\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?\b/;
 
 export interface AcpSessionProbe {
-  ok: boolean;
   version?: string;
   /** Whether the agent can resume saved sessions (session/load). */
-  loadSession?: boolean;
-  detail?: string;
+  loadSession: boolean;
 }
 
 export class AcpAgent implements Agent {
@@ -48,31 +46,33 @@ export class AcpAgent implements Agent {
     if (!binary) return { ...base, detail: `binary "${command}" not found on PATH; install it or fix "command"` };
     let version = VERSION_FLAG_BINARIES.has(basename(command)) ? await this.versionFlag(binary) : undefined;
     if (!version) {
-      const init = await this.probeSession(process.cwd(), { withSession: false });
-      if (!init.ok) return { ...base, binary, detail: init.detail };
-      version = init.version;
+      try {
+        version = (await this.probeSession(process.cwd(), { withSession: false })).version;
+      } catch (err) {
+        return { ...base, binary, detail: err instanceof Error ? err.message : String(err) };
+      }
     }
     return { ...base, available: true, binary, version };
   }
 
   /**
-   * Doctor check (AG-6, HB-1): initialize and, unless `withSession` is false, session/new + session/close where the
-   * agent supports closing, then stop the process. Sends no prompt, so no inference is spent.
+   * Doctor check (AG-6, HB-1): initialize and, unless `withSession` is false, session/new (no MCP servers) +
+   * session/close where the agent supports closing, then stop the process. Sends no prompt, so no inference is spent.
+   * Rejects with an AgentStartError saying what failed.
    */
   async probeSession(
-    cwd: string,
+    cwd: string = process.cwd(),
     opts: { withSession?: boolean; signal?: AbortSignal } = {},
   ): Promise<AcpSessionProbe> {
-    let proc: AcpProcess | undefined;
+    const proc = await AcpProcess.start({
+      agentName: this.name,
+      config: this.config,
+      cwd,
+      logger: this.logger,
+      signal: opts.signal,
+      handlers: { onUpdate: () => {}, onPermission: () => ({ outcome: { outcome: 'cancelled' } }) },
+    });
     try {
-      proc = await AcpProcess.start({
-        agentName: this.name,
-        config: this.config,
-        cwd,
-        logger: this.logger,
-        signal: opts.signal,
-        handlers: { onUpdate: () => {}, onPermission: () => ({ outcome: { outcome: 'cancelled' } }) },
-      });
       const init = proc.initializeResult;
       if (opts.withSession !== false) {
         const created = await proc.startupStep(
@@ -87,15 +87,9 @@ export class AcpAgent implements Agent {
             opts.signal,
           );
       }
-      return {
-        ok: true,
-        version: init?.agentInfo?.version,
-        loadSession: init?.agentCapabilities?.loadSession === true,
-      };
-    } catch (err) {
-      return { ok: false, detail: err instanceof Error ? err.message : String(err) };
+      return { version: init?.agentInfo?.version, loadSession: init?.agentCapabilities?.loadSession === true };
     } finally {
-      await proc?.stop();
+      await proc.stop();
     }
   }
 

@@ -7,6 +7,7 @@ import type { Logger } from '../../lib/log.ts';
 import { type ChildGroup, type GroupExit, spawnGroup } from '../../lib/process-group.ts';
 import { redact } from '../../lib/redact.ts';
 import { cutCodePoints, stripTerminalControls } from '../../lib/text.ts';
+import { BATON_VERSION } from '../../version.ts';
 import type { AcpConfig } from './config.ts';
 import { stdioStream } from './stream.ts';
 
@@ -24,7 +25,7 @@ const BATON_ENV_PREFIX = 'BATON_';
 const AUTH_REQUIRED_CODE = -32000;
 const LOGIN_HINT = "; log in with the agent's own CLI first (baton uses the agent's existing login), then retry";
 
-const CLIENT_INFO = { name: 'baton', title: 'baton', version: '0.1.0' };
+const CLIENT_INFO = { name: 'baton', title: 'baton', version: BATON_VERSION };
 
 /** The user's environment minus anything baton-specific, plus the agent's configured env. */
 export function agentEnvironment(extra: Record<string, string> | undefined): Record<string, string> {
