@@ -16,6 +16,7 @@ import { runTurn } from './acp-real-support.ts';
 describe('ACP adapter with the real opencode acp', () => {
   let mock: ChatMock;
   let session: AcpAgentSession;
+  let agent: AcpAgent;
   let root: string;
   let agentEnv: Record<string, string>;
   let cwd: string;
@@ -27,7 +28,7 @@ describe('ACP adapter with the real opencode acp', () => {
     cwd = join(root, 'work');
     mkdirSync(cwd);
     agentEnv = opencodeEnv(join(root, 'oc'), mock);
-    const agent = new AcpAgent(
+    agent = new AcpAgent(
       'opencode-acp',
       acpConfigSchema.parse({ command: [bins.opencode(), 'acp'], env: agentEnv, cancelGraceMs: 30_000 }),
       { logger: silentLogger },
@@ -58,6 +59,29 @@ describe('ACP adapter with the real opencode acp', () => {
     const main = mock.mainCalls().at(-1)!;
     assert.match(JSON.stringify(main.body), /say hello/);
     assert.equal((main.body as { model: string }).model, MOCK_MODEL_ALT, 'the model chosen at open is used');
+  });
+
+  test('continue after the process is gone: session/load in a new process carries the history', async () => {
+    const id = session.id!;
+    await session.close();
+    assert.equal(isGroupAlive(pgids[0]!), false);
+    session = await agent.openSession({
+      cwd,
+      sandbox: 'workspace-write',
+      resume: id,
+      signal: new AbortController().signal,
+      onProcessGroup: (p) => pgids.push(p),
+    });
+    assert.equal(session.id, id);
+    assert.equal(pgids.length, 2);
+    mock.script.push({ type: 'text', chunks: ['resumed'] });
+    const { events, end, text } = await runTurn(session, 'what did I ask first?');
+    assert.equal(end.outcome, 'succeeded');
+    assert.equal(text, 'resumed', 'the replayed history is not surfaced as this turn');
+    assert.ok(!events.some((e) => e.kind === 'session'));
+    const body = JSON.stringify(mock.mainCalls().at(-1)!.body);
+    assert.match(body, /say hello/, 'the model sees the earlier prompt');
+    assert.match(body, /what did I ask first/);
   });
 
   test('cancel of a stalled turn is acknowledged; the session keeps working', async () => {

@@ -88,6 +88,7 @@ export class AcpAgentSession implements AgentSession {
           opts.signal,
         );
         session.sessionId = opts.resume;
+        session.announced = true; // the caller already knows this id
         await applySessionChoices(proc, opts.resume, loaded ?? {}, opts, opts.signal);
       } else {
         // AG-7: children never see baton's endpoints or the user's MCP servers.
