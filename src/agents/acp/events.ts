@@ -47,7 +47,7 @@ export function choosePermissionOption(options: PermissionOption[], allow: boole
 
 /** Per-turn memory needed to turn tool updates into exactly one start and one end per tool call. */
 export class ToolCallTracker {
-  private readonly calls = new Map<string, { family: ToolFamily; ended: boolean }>();
+  private readonly calls = new Map<string, { readonly family: ToolFamily; ended: boolean }>();
 
   start(id: string, kind: ToolKind | null | undefined): AgentEvent[] {
     if (this.calls.has(id)) return [];
@@ -58,8 +58,8 @@ export class ToolCallTracker {
 
   update(id: string, kind: ToolKind | null | undefined, status: string | null | undefined): AgentEvent[] {
     const out = this.calls.has(id) ? [] : this.start(id, kind);
+    // The family stays the one the start event named, so a start and its end always pair up.
     const call = this.calls.get(id)!;
-    if (kind && call.family === 'other') call.family = toolFamily(kind);
     if ((status === 'completed' || status === 'failed') && !call.ended) {
       call.ended = true;
       out.push({ kind: 'tool', phase: 'end', family: call.family, ok: status === 'completed' });

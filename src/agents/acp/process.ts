@@ -41,7 +41,7 @@ export function resolveBinary(command: string, env: Record<string, string>): str
   const executable = (p: string) => {
     try {
       accessSync(p, constants.X_OK);
-      return true;
+      return statSync(p).isFile();
     } catch {
       return false;
     }
