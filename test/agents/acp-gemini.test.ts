@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { AcpAgent, type AcpAgentSession, acpConfigSchema, acpPreset } from '../../src/agents/acp/index.ts';
+import { ACP_PRESETS, AcpAgent, type AcpAgentSession, acpConfigSchema, acpPreset } from '../../src/agents/acp/index.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { isGroupAlive } from '../../src/lib/process-group.ts';
 import { type GeminiMock, geminiEnv, startGeminiMock } from '../mock-models/gemini.ts';
@@ -23,6 +23,7 @@ describe('ACP adapter with the real gemini --acp', () => {
   let cwd: string;
   let root: string;
   let agentEnv: Record<string, string>;
+  let mcpMarker: string;
   const pgids: number[] = [];
 
   before(async () => {
@@ -30,11 +31,22 @@ describe('ACP adapter with the real gemini --acp', () => {
     root = mkdtempSync(join(tmpdir(), 'baton-acp-gemini-'));
     cwd = join(root, 'work');
     mkdirSync(cwd);
-    agentEnv = geminiEnv(join(root, 'home'), mock);
+    // A user MCP server in settings.json that leaves a marker if gemini ever starts it (AG-7).
+    const marker = join(root, 'user-mcp-server-started');
+    mcpMarker = marker;
+    agentEnv = geminiEnv(join(root, 'home'), mock, {
+      mcpServers: {
+        users: {
+          command: process.execPath,
+          args: ['-e', `require('fs').writeFileSync(${JSON.stringify(marker)}, 'x')`],
+        },
+      },
+    });
     agent = new AcpAgent(
       'gemini',
+      // The preset's arguments, with the binary run by this Node (the preset's `gemini` is resolved from PATH).
       acpConfigSchema.parse({
-        command: [process.execPath, bins.gemini(), '--acp'],
+        command: [process.execPath, bins.gemini(), ...ACP_PRESETS.gemini.command.slice(1)],
         env: agentEnv,
         cancelGraceMs: 30_000,
       }),
@@ -138,5 +150,6 @@ describe('ACP adapter with the real gemini --acp', () => {
 
     await session.close();
     assert.equal(isGroupAlive(pgids[0]!), false);
+    assert.equal(existsSync(mcpMarker), false, "the user's own MCP server was never started (AG-7)");
   });
 });

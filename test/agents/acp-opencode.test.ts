@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { AcpAgent, type AcpAgentSession, acpConfigSchema, acpPreset } from '../../src/agents/acp/index.ts';
+import { ACP_PRESETS, AcpAgent, type AcpAgentSession, acpConfigSchema, acpPreset } from '../../src/agents/acp/index.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { isGroupAlive } from '../../src/lib/process-group.ts';
 import { type ChatMock, MOCK_MODEL_ALT, opencodeEnv, startChatMock } from '../mock-models/chat-completions.ts';
@@ -30,7 +30,11 @@ describe('ACP adapter with the real opencode acp', () => {
     agentEnv = opencodeEnv(join(root, 'oc'), mock);
     agent = new AcpAgent(
       'opencode-acp',
-      acpConfigSchema.parse({ command: [bins.opencode(), 'acp'], env: agentEnv, cancelGraceMs: 30_000 }),
+      acpConfigSchema.parse({
+        command: [bins.opencode(), ...ACP_PRESETS['opencode-acp'].command.slice(1)],
+        env: agentEnv,
+        cancelGraceMs: 30_000,
+      }),
       { logger: silentLogger },
     );
     session = await agent.openSession({
