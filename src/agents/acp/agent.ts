@@ -6,7 +6,7 @@ import { spawnGroup } from '../../lib/process-group.ts';
 import type { Agent, AgentContext, AgentProbe, OpenSessionOptions } from '../agent.ts';
 import type { AcpConfig } from './config.ts';
 import { VERSION_FLAG_BINARIES } from './presets.ts';
-import { AcpProcess, agentEnvironment, resolveBinary } from './process.ts';
+import { AcpProcess, agentEnvironment, binaryNotFound, resolveBinary } from './process.ts';
 import { AcpAgentSession } from './session.ts';
 
 const VERSION_PROBE_TIMEOUT_MS = 15_000;
@@ -43,7 +43,7 @@ export class AcpAgent implements Agent {
     const base: AgentProbe = { name: this.name, kind: this.kind, available: false, login: 'unknown' };
     const command = this.config.command[0]!;
     const binary = resolveBinary(command, agentEnvironment(this.config.env));
-    if (!binary) return { ...base, detail: `binary "${command}" not found on PATH; install it or fix "command"` };
+    if (!binary) return { ...base, detail: binaryNotFound(command) };
     let version = VERSION_FLAG_BINARIES.has(basename(command)) ? await this.versionFlag(binary) : undefined;
     if (!version) {
       try {

@@ -56,6 +56,11 @@ export function resolveBinary(command: string, env: Record<string, string>): str
   return undefined;
 }
 
+export function binaryNotFound(command: string): string {
+  const where = command.includes('/') ? '' : ' on PATH';
+  return `binary "${command}" not found${where}; install it or fix "command" in its config`;
+}
+
 export interface AcpHandlers {
   onUpdate(notification: acp.SessionNotification): void;
   onPermission(request: acp.RequestPermissionRequest): acp.RequestPermissionResponse;
@@ -120,10 +125,7 @@ export class AcpProcess {
     const env = agentEnvironment(opts.config.env);
     const [command, ...args] = opts.config.command as [string, ...string[]];
     const binary = resolveBinary(command, env);
-    if (!binary)
-      throw new AgentStartError(
-        `agent "${opts.agentName}": binary "${command}" not found${command.includes('/') ? '' : ' on PATH'}; install it or fix "command" in its config`,
-      );
+    if (!binary) throw new AgentStartError(`agent "${opts.agentName}": ${binaryNotFound(command)}`);
     if (opts.signal?.aborted) throw new AgentStartError(`agent "${opts.agentName}": start was cancelled`);
     if (!isDirectory(opts.cwd))
       throw new AgentStartError(`agent "${opts.agentName}": working directory "${opts.cwd}" does not exist`);
