@@ -11,7 +11,7 @@ import { isGroupAlive } from '../../src/lib/process-group.ts';
 import { type GeminiMock, geminiEnv, startGeminiMock } from '../mock-models/gemini.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
-import { runTurn } from './acp-real-support.ts';
+import { runTurn } from './acp-support.ts';
 
 /** One of the models gemini --acp offers in session/new (not its default `auto`). */
 const CHOSEN_MODEL = 'gemini-2.5-pro';

@@ -11,7 +11,7 @@ import { isGroupAlive } from '../../src/lib/process-group.ts';
 import { type ChatMock, MOCK_MODEL_ALT, opencodeEnv, startChatMock } from '../mock-models/chat-completions.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
-import { runTurn } from './acp-real-support.ts';
+import { runTurn } from './acp-support.ts';
 
 describe('ACP adapter with the real opencode acp', () => {
   let mock: ChatMock;

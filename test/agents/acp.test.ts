@@ -5,13 +5,13 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { AcpAgent, acpConfigSchema, ResumeUnsupportedError } from '../../src/agents/acp/index.ts';
-import type { AcpAgentSession } from '../../src/agents/acp/session.ts';
 import type { AgentEvent, OpenSessionOptions } from '../../src/agents/agent.ts';
 import { createAgent } from '../../src/agents/registry.ts';
 import { DEFAULT_MAX_LINE_BYTES } from '../../src/lib/jsonl.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { isGroupAlive } from '../../src/lib/process-group.ts';
 import { tempDir } from '../support/tmp.ts';
+import { runTurn } from './acp-support.ts';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/acp-test-agent.ts', import.meta.url));
 
@@ -62,36 +62,16 @@ async function open(
   more: Partial<OpenSessionOptions> = {},
 ) {
   const pgids: number[] = [];
-  const session = (await h.agent.openSession({
+  const session = await h.agent.openSession({
     cwd: h.cwd,
     sandbox: 'workspace-write',
     signal: new AbortController().signal,
     resume,
     ...more,
     onProcessGroup: (pgid) => pgids.push(pgid),
-  })) as AcpAgentSession;
+  });
   t.after(() => session.close());
   return { session, pgids };
-}
-
-/** Runs one turn; `abortWhen` aborts the turn's signal when an event matches (event-driven, no sleeps). */
-async function runTurn(session: AcpAgentSession, prompt: unknown, abortWhen?: (e: AgentEvent) => boolean) {
-  const controller = new AbortController();
-  const events: AgentEvent[] = [];
-  for await (const e of session.turn(typeof prompt === 'string' ? prompt : JSON.stringify(prompt), {
-    signal: controller.signal,
-  })) {
-    events.push(e);
-    if (abortWhen?.(e)) controller.abort();
-  }
-  const ends = events.filter((e) => e.kind === 'end');
-  assert.equal(ends.length, 1, 'a turn ends with exactly one end event');
-  assert.equal(events.at(-1)?.kind, 'end');
-  return { events, end: ends[0] as Extract<AgentEvent, { kind: 'end' }>, text: messageText(events) };
-}
-
-function messageText(events: AgentEvent[]): string {
-  return events.map((e) => (e.kind === 'message' ? e.text : '')).join('');
 }
 
 async function until(condition: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
