@@ -1,6 +1,7 @@
 // The registry of agent kinds. A new kind is one folder under src/agents/ and one line here.
 import type { z } from 'zod';
 import type { Agent, AgentContext } from './agent.ts';
+import { openCodeAgentKind } from './opencode/agent.ts';
 
 export interface AgentKind<S extends z.ZodType = z.ZodType> {
   /** Strict schema of this kind's entry in `agents` of config.json (without the `kind` key). */
@@ -8,7 +9,9 @@ export interface AgentKind<S extends z.ZodType = z.ZodType> {
   create(name: string, config: z.infer<S>, ctx: AgentContext): Agent;
 }
 
-export const AGENT_KINDS: Record<string, AgentKind> = {};
+export const AGENT_KINDS: Record<string, AgentKind> = {
+  opencode: openCodeAgentKind as AgentKind,
+};
 
 export function createAgent(name: string, entry: { kind: string } & Record<string, unknown>, ctx: AgentContext): Agent {
   const kind = AGENT_KINDS[entry.kind];
