@@ -1,6 +1,7 @@
 // The registry of agent kinds. A new kind is one folder under src/agents/ and one line here.
 import type { z } from 'zod';
 import type { Agent, AgentContext } from './agent.ts';
+import { codexAgentKind } from './codex/index.ts';
 import { openCodeAgentKind } from './opencode/agent.ts';
 
 export interface AgentKind<S extends z.ZodType = z.ZodType> {
@@ -10,6 +11,7 @@ export interface AgentKind<S extends z.ZodType = z.ZodType> {
 }
 
 export const AGENT_KINDS: Record<string, AgentKind> = {
+  codex: codexAgentKind as AgentKind,
   opencode: openCodeAgentKind as AgentKind,
 };
 

@@ -1,0 +1,130 @@
+// The isolated CODEX_HOME of a Codex agent (AG-7, AG-9): a private directory under <stateDir>/homes/ holding a copy
+// of the user's auth.json and a minimal config baton writes. One home per configured agent, so that Codex's thread store
+// survives a daemon restart and `thread/resume` finds earlier threads; the user's own ~/.codex is never used directly.
+import { randomBytes } from 'node:crypto';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { ensurePrivateDir, PRIVATE_FILE_MODE, writePrivateFile } from '../../lib/private-fs.ts';
+import type { CodexAgentConfig, CodexModelProvider } from './config.ts';
+
+export const AUTH_FILE = 'auth.json';
+export const CONFIG_FILE = 'config.toml';
+
+/** A TOML basic string (JSON's escapes are valid TOML escapes). */
+export function tomlString(value: string): string {
+  return JSON.stringify(value);
+}
+
+export function tomlValue(value: string | number | boolean): string {
+  return typeof value === 'string' ? tomlString(value) : String(value);
+}
+
+/** The minimal config: no MCP servers, plugins/apps/hooks/sub-agents off, no update check, no history, no telemetry. */
+export function minimalCodexConfig(config: CodexAgentConfig): string {
+  const lines: string[] = [];
+  if (config.model) lines.push(`model = ${tomlString(config.model)}`);
+  if (config.modelProvider) lines.push(`model_provider = ${tomlString(config.modelProvider.id)}`);
+  lines.push(
+    'approval_policy = "never"',
+    'sandbox_mode = "workspace-write"',
+    'check_for_update_on_startup = false',
+    'allow_login_shell = false',
+    '',
+    '[history]',
+    'persistence = "none"',
+    '',
+    '[analytics]',
+    'enabled = false',
+    '',
+    '[feedback]',
+    'enabled = false',
+    '',
+    '[agents]',
+    'enabled = false',
+    '',
+    '[features]',
+    'multi_agent = false',
+    'multi_agent_v2 = false',
+    'apps = false',
+    'plugins = false',
+    'hooks = false',
+    'skill_mcp_dependency_install = false',
+    'shell_snapshot = false',
+  );
+  if (config.modelProvider) lines.push('', ...providerTable(config.modelProvider));
+  return `# Written by baton for an isolated Codex run; rewritten at every start.\n${lines.join('\n')}\n`;
+}
+
+function providerTable(p: CodexModelProvider): string[] {
+  const lines = [
+    `[model_providers.${p.id}]`,
+    `name = ${tomlString(p.name ?? p.id)}`,
+    `base_url = ${tomlString(p.baseUrl)}`,
+  ];
+  lines.push(`wire_api = ${tomlString(p.wireApi ?? 'responses')}`);
+  if (p.envKey) lines.push(`env_key = ${tomlString(p.envKey)}`);
+  if (p.requiresOpenaiAuth !== undefined) lines.push(`requires_openai_auth = ${p.requiresOpenaiAuth}`);
+  if (p.requestMaxRetries !== undefined) lines.push(`request_max_retries = ${p.requestMaxRetries}`);
+  if (p.streamMaxRetries !== undefined) lines.push(`stream_max_retries = ${p.streamMaxRetries}`);
+  if (p.streamIdleTimeoutMs !== undefined) lines.push(`stream_idle_timeout_ms = ${p.streamIdleTimeoutMs}`);
+  return lines;
+}
+
+// The user's own directory keeps its mode; only the file is replaced (0600, atomically).
+function replaceFileAtomically(path: string, data: Buffer): void {
+  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  writeFileSync(tmp, data, { mode: PRIVATE_FILE_MODE, flag: 'wx' });
+  renameSync(tmp, path);
+}
+
+function readOrNull(path: string): Buffer | null {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+function sameBytes(a: Buffer | null, b: Buffer | null): boolean {
+  if (a === null || b === null) return a === b;
+  return a.equals(b);
+}
+
+/** The user's own Codex home (source of auth.json). */
+export function userCodexHome(config: CodexAgentConfig, env: NodeJS.ProcessEnv = process.env): string {
+  return config.userCodexHome ?? env.CODEX_HOME ?? join(homedir(), '.codex');
+}
+
+export interface PreparedHome {
+  dir: string;
+  /** Copies a rotated login back to the user's auth.json under AG-9's rule; true when it wrote. */
+  writeBackAuth(): boolean;
+}
+
+/**
+ * Creates (or refreshes) the agent's private home: 0700, config rewritten, auth.json mirrored from the user's home
+ * (0600, removed when the user has none). The snapshot taken here decides a later write-back.
+ */
+export function prepareCodexHome(stateDir: string, agentName: string, config: CodexAgentConfig): PreparedHome {
+  const safeName = agentName.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
+  const dir = ensurePrivateDir(join(stateDir, 'homes', `codex-${safeName}`));
+  writePrivateFile(join(dir, CONFIG_FILE), minimalCodexConfig(config));
+  const canonicalPath = join(userCodexHome(config), AUTH_FILE);
+  const isolatedPath = join(dir, AUTH_FILE);
+  const snapshot = readOrNull(canonicalPath);
+  if (snapshot === null) rmSync(isolatedPath, { force: true });
+  else writePrivateFile(isolatedPath, snapshot);
+  return {
+    dir,
+    writeBackAuth() {
+      const isolated = readOrNull(isolatedPath);
+      // Only a login Codex rotated during this run, and only when nobody changed the user's file meanwhile.
+      if (snapshot === null || isolated === null || sameBytes(isolated, snapshot)) return false;
+      if (!sameBytes(readOrNull(canonicalPath), snapshot)) return false;
+      replaceFileAtomically(canonicalPath, isolated);
+      return true;
+    },
+  };
+}

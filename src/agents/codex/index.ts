@@ -1,0 +1,9 @@
+// The `codex` agent kind: config schema + factory, registered in src/agents/registry.ts.
+import type { AgentKind } from '../registry.ts';
+import { createCodexAgent } from './adapter.ts';
+import { codexAgentConfigSchema } from './config.ts';
+
+export const codexAgentKind: AgentKind<typeof codexAgentConfigSchema> = {
+  configSchema: codexAgentConfigSchema,
+  create: createCodexAgent,
+};

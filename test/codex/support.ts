@@ -1,0 +1,115 @@
+// Shared fixtures for the Codex tests: a Responses mock, an isolated CODEX_HOME pointing at it, and a real
+// `codex app-server` process group (stdio, WebSocket or Unix socket), all cleaned up when the test ends.
+import { once } from 'node:events';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { type ChildGroup, spawnGroup } from '../../src/lib/process-group.ts';
+import { mockCodexEnv, ResponsesMock, type ResponsesStep, writeMockCodexHome } from '../mock-models/responses.ts';
+import { bins } from '../support/bins.ts';
+import { tempDir } from '../support/tmp.ts';
+
+type After = Pick<TestContext, 'after'>;
+
+export async function startResponsesMock(t: After, fallback?: ResponsesStep): Promise<ResponsesMock> {
+  const mock = await ResponsesMock.start(fallback);
+  t.after(() => mock.close());
+  return mock;
+}
+
+export interface CodexFixture {
+  dir: string;
+  codexHome: string;
+  workdir: string;
+}
+
+/** A temp dir holding a CODEX_HOME configured for `mock` and an empty working directory. */
+export function codexFixture(t: After, mock: ResponsesMock, opts: { approvalPolicy?: string } = {}): CodexFixture {
+  const dir = tempDir(t, 'baton-codex-');
+  const codexHome = writeMockCodexHome(join(dir, 'home'), mock, opts);
+  const workdir = join(dir, 'work');
+  mkdirSync(workdir, { recursive: true });
+  return { dir, codexHome, workdir };
+}
+
+export interface RunningAppServer {
+  group: ChildGroup;
+  /** ws://127.0.0.1:PORT when listening on WebSocket. */
+  url?: string;
+  stderr(): string;
+}
+
+/** Starts the real `codex app-server` in its own process group; stopped when the test ends. */
+export async function startAppServer(
+  t: After,
+  fixture: CodexFixture,
+  opts: { listen?: string; args?: string[] } = {},
+): Promise<RunningAppServer> {
+  const args = [bins.codex(), 'app-server', ...(opts.listen ? ['--listen', opts.listen] : []), ...(opts.args ?? [])];
+  const group = spawnGroup(process.execPath, args, {
+    cwd: fixture.workdir,
+    env: mockCodexEnv(fixture.codexHome),
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  t.after(() => group.stop(2_000));
+  let stderr = '';
+  group.child.stderr!.setEncoding('utf8');
+  group.child.stderr!.on('data', (d: string) => {
+    stderr += d;
+  });
+  const server: RunningAppServer = { group, stderr: () => stderr };
+  if (opts.listen?.startsWith('ws://')) {
+    server.url = await new Promise<string>((resolve, reject) => {
+      const check = () => {
+        const m = /listening on: (ws:\/\/\S+)/.exec(stderr);
+        if (m) {
+          group.child.stderr!.off('data', check);
+          resolve(m[1]!);
+        }
+      };
+      group.child.stderr!.on('data', check);
+      group.exited.then(() => reject(new Error(`codex app-server exited before listening:\n${stderr}`)));
+    });
+  }
+  return server;
+}
+
+/** Resolves once `predicate` holds, polling an observable condition that has no event (bounded). */
+export async function pollUntil<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (let delay = 10; ; delay = Math.min(delay * 2, 200)) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, delay));
+  }
+}
+
+/** Waits for the first notification matching `match`, collected through `onNotification`. */
+export class NotificationLog {
+  readonly all: Array<{ method: string; params: unknown }> = [];
+  private readonly waiters = new Set<() => void>();
+  readonly push = (n: { method: string; params: unknown }) => {
+    this.all.push(n);
+    for (const w of [...this.waiters]) w();
+  };
+  wait(method: string, match: (params: Record<string, unknown>) => boolean = () => true, timeoutMs = 30_000) {
+    return new Promise<Record<string, unknown>>((resolve, reject) => {
+      const check = () => {
+        const hit = this.all.find((n) => n.method === method && match(n.params as Record<string, unknown>));
+        if (!hit) return false;
+        this.waiters.delete(check);
+        clearTimeout(timer);
+        resolve(hit.params as Record<string, unknown>);
+        return true;
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(check);
+        reject(new Error(`no ${method} notification within ${timeoutMs} ms`));
+      }, timeoutMs);
+      if (!check()) this.waiters.add(check);
+    });
+  }
+}
+
+export { once };
