@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { isAbsolute as isPosixAbsolute, normalize as normalizePosix } from 'node:path/posix';
 import { registerSecret } from '../../lib/redact.ts';
 import { approveServerUrl, canonicalOrigin, type HarnessName, isLoopbackHost, isPlainText } from './allowlist.ts';
-import { AttachError, withRedaction } from './errors.ts';
+import { AttachError, redactedError, withRedaction } from './errors.ts';
 import type {
   ChatSummary,
   ChatTranscript,
@@ -14,6 +14,7 @@ import type {
   HarnessCredentials,
   HarnessHealth,
   SendOptions,
+  SendPermit,
   SendReply,
 } from './harness.ts';
 
@@ -73,6 +74,8 @@ export interface Connection {
   listChats(limit: number, signal?: AbortSignal): Promise<ChatSummary[]>;
   readChat(chatId: string, signal?: AbortSignal): Promise<ChatTranscript>;
   send(chatId: string, message: string, opts: SendOptions): Promise<SendReply>;
+  /** Admits a send now (or throws, nothing sent); the returned permit delivers it later. */
+  prepareSend(chatId: string): SendPermit;
 }
 
 /** Server directories are absolute, normalised paths (POSIX, or a Windows drive path for Windows servers). */
@@ -185,6 +188,16 @@ export class ConnectionRegistry {
       listChats: (limit, signal) => guard(() => c.listChats(limit, signal)),
       readChat: (chatId, signal) => guard(() => c.readChat(chatId, signal)),
       send: (chatId, message, opts) => guard(() => c.send(chatId, message, opts)),
+      prepareSend: (chatId) => {
+        this.openEntry(connectionId);
+        let permit: SendPermit;
+        try {
+          permit = c.prepareSend?.(chatId) ?? { run: (m, o) => c.send(chatId, m, o), cancel: () => {} };
+        } catch (err) {
+          throw redactedError(err);
+        }
+        return { run: (m, o) => guard(() => permit.run(m, o)), cancel: () => permit.cancel() };
+      },
     };
   }
 

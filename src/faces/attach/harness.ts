@@ -49,12 +49,21 @@ export interface SendOptions {
   signal?: AbortSignal;
 }
 
+/** A send admitted before anything is delivered, so a refusal can happen before a dispatch record exists. */
+export interface SendPermit {
+  run(message: string, opts: SendOptions): Promise<SendReply>;
+  /** Gives the admission back when the send will never run. */
+  cancel(): void;
+}
+
 export interface HarnessConnection {
   readonly harness: HarnessName;
   health(signal?: AbortSignal): Promise<HarnessHealth>;
   listChats(limit: number, signal?: AbortSignal): Promise<ChatSummary[]>;
   readChat(chatId: string, signal?: AbortSignal): Promise<ChatTranscript>;
   send(chatId: string, message: string, opts: SendOptions): Promise<SendReply>;
+  /** Admits a send synchronously (throws when the harness's queue bounds refuse it); run() then delivers it. */
+  prepareSend?(chatId: string): SendPermit;
   /** Releases the connection; rejects when cleanup could not be confirmed (the registry then keeps it for a retry). */
   close(): Promise<void>;
 }

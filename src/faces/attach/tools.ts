@@ -161,11 +161,18 @@ export function attachToolHandlers(
     send_message_async: async (a) => {
       const c = connections.get(a.connectionId);
       const seconds = a.timeoutSeconds ?? SEND_MESSAGE_ASYNC_DEFAULT_TIMEOUT_SECONDS;
-      // The dispatch is independent of this tool call: the caller's cancellation does not reach it.
-      const summary = dispatches.start({ connectionId: c.connectionId, harness: c.harness, chatId: a.chatId }, () =>
-        c.send(a.chatId, a.message, { timeoutMs: seconds * 1000 }),
-      );
-      return { dispatch: summary };
+      // Admitted before a record exists, so a refused send leaves nothing behind; once the dispatchId is returned the
+      // send is independent of this tool call (the caller's cancellation does not reach it).
+      const permit = c.prepareSend(a.chatId);
+      try {
+        const summary = dispatches.start({ connectionId: c.connectionId, harness: c.harness, chatId: a.chatId }, () =>
+          permit.run(a.message, { timeoutMs: seconds * 1000 }),
+        );
+        return { dispatch: summary };
+      } catch (err) {
+        permit.cancel();
+        throw err;
+      }
     },
     check_reply: async (a, signal) => ({
       dispatch: await dispatches.check(a.dispatchId, {
