@@ -232,7 +232,10 @@ class CodexConnection implements HarnessConnection {
       if (started.turn.status !== 'inProgress') watcher.completed ??= started.turn;
       const finished = await this.waitTerminal(watcher, stop);
       if (!finished) {
-        await this.interrupt(chatId, turnId, watcher);
+        if (!(await this.interrupt(chatId, turnId, watcher)))
+          throw new SendTimeoutError(
+            `${why()}; Codex did not confirm that the interrupted turn stopped, so the connection was closed (the turn may still run; it was not retried)`,
+          );
         throw new SendTimeoutError(
           `${why()}; the turn was interrupted (it was not retried; read_chat shows what happened)`,
         );
@@ -264,8 +267,8 @@ class CodexConnection implements HarnessConnection {
     });
   }
 
-  /** turn/interrupt acknowledged within 3 s, then turn/completed within 3 s; otherwise the socket is closed. */
-  private async interrupt(threadId: string, turnId: string, watcher: TurnWatcher): Promise<void> {
+  /** turn/interrupt acknowledged within 3 s, then turn/completed within 3 s; otherwise the socket is closed (false). */
+  private async interrupt(threadId: string, turnId: string, watcher: TurnWatcher): Promise<boolean> {
     try {
       await this.client.request(
         'turn/interrupt',
@@ -274,7 +277,7 @@ class CodexConnection implements HarnessConnection {
       );
     } catch {
       this.abandon('turn/interrupt was not acknowledged');
-      return;
+      return false;
     }
     const terminal = await this.waitTerminal(
       watcher,
@@ -282,6 +285,7 @@ class CodexConnection implements HarnessConnection {
       AbortSignal.timeout(TERMINAL_AFTER_INTERRUPT_TIMEOUT_MS),
     ).catch(() => undefined);
     if (!terminal) this.abandon('the interrupted turn did not report completion');
+    return terminal !== undefined;
   }
 
   /** Closes the socket: the connection then fails every call until it is disconnected (and may be reconnected). */
