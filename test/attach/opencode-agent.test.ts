@@ -37,6 +37,7 @@ describe('opencode hub agent (AG-3)', () => {
     project = join(root, 'project');
     mkdirSync(project);
     writeFileSync(join(project, 'notes.txt'), 'the notes\n');
+    writeFileSync(join(root, 'outside.txt'), 'outside the project\n');
     mock = await startChatMock({ type: 'text', chunks: ['fallback'] });
     // Only the OpenCode switches and the inline mock config: HOME and XDG dirs are the agent's own isolated ones.
     agentEnv = Object.fromEntries(
@@ -89,6 +90,25 @@ describe('opencode hub agent (AG-3)', () => {
     );
     const body = mock.mainCalls().at(-1)!.body as { model?: string };
     assert.equal(body.model, 'mock-model', 'the configured model is passed with the message');
+
+    // A read outside the project needs OpenCode's external_directory permission: denied and reported (TE-11).
+    mock.script.push(
+      { type: 'toolCall', name: 'read', args: { filePath: join(root, 'outside.txt') } },
+      { type: 'text', chunks: ['could not read it'] },
+    );
+    const denied = await collect(session.turn('read the outside file', { signal: new AbortController().signal }));
+    assert.deepEqual(denied.at(-1), { kind: 'end', outcome: 'succeeded' });
+    assert.deepEqual(
+      denied.filter((e) => e.kind === 'permission'),
+      [{ kind: 'permission', decision: 'denied', what: 'external_directory' }],
+    );
+    assert.deepEqual(
+      denied.filter((e) => e.kind === 'tool'),
+      [
+        { kind: 'tool', phase: 'start', family: 'other' },
+        { kind: 'tool', phase: 'end', family: 'other', ok: false },
+      ],
+    );
 
     const gate = new Gate();
     mock.script.push({ type: 'stall', gate, before: ['partial'] });

@@ -28,6 +28,7 @@ import { startOpenCodeServer } from './serve.ts';
 /** Wait for the turn to go idle after an abort before the cancel counts as unacknowledged (TE-8). */
 export const DEFAULT_CANCEL_GRACE_MS = 5_000;
 const VERSION_PROBE_TIMEOUT_MS = 15_000;
+const PERMISSION_DENIED_MESSAGE = 'baton runs this task unattended and denies permission requests; continue without it';
 const VERSION_PATTERN = /\b\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?\b/;
 
 export const openCodeConfigSchema = z.strictObject({
@@ -265,6 +266,19 @@ class OpenCodeSession implements AgentSession {
           }
         } else if (ev.type === 'message.part.updated') {
           yield* partEvents(ev.properties.part, tools);
+        } else if (ev.type === 'permission.asked') {
+          // TE-11: no policy lets a delegated OpenCode turn widen its own permissions; the model sees a rejection.
+          await this.client
+            .replyPermission(
+              ev.properties.id,
+              { reply: 'reject', message: PERMISSION_DENIED_MESSAGE },
+              { directory: this.directory },
+            )
+            .catch(() => false);
+          yield { kind: 'permission', decision: 'denied', what: statusLine(ev.properties.permission) };
+        } else if (ev.type === 'question.asked') {
+          await this.client.rejectQuestion(ev.properties.id, { directory: this.directory }).catch(() => false);
+          yield { kind: 'permission', decision: 'denied', what: 'question to the user' };
         }
       }
       if (abortedAt !== undefined && acknowledged === undefined) {

@@ -5,6 +5,9 @@ import { Readable } from 'node:stream';
 import type {
   Event,
   GlobalHealthResponses,
+  PermissionReplyData,
+  PermissionReplyResponses,
+  QuestionRejectResponses,
   SessionAbortResponses,
   SessionCreateData,
   SessionCreateResponses,
@@ -132,6 +135,26 @@ export class OpenCodeClient {
 
   abort(sessionId: string, query: { directory?: string }, opts?: RequestOptions) {
     return this.json<SessionAbortResponses[200]>('POST', `/session/${seg(sessionId)}/abort`, query, undefined, opts);
+  }
+
+  /** Answers a permission request the server is waiting on (baton only ever rejects). */
+  replyPermission(
+    requestId: string,
+    body: Body<PermissionReplyData>,
+    query: { directory?: string },
+    opts?: RequestOptions,
+  ) {
+    return this.json<PermissionReplyResponses[200]>('POST', `/permission/${seg(requestId)}/reply`, query, body, opts);
+  }
+
+  rejectQuestion(requestId: string, query: { directory?: string }, opts?: RequestOptions) {
+    return this.json<QuestionRejectResponses[200]>(
+      'POST',
+      `/question/${seg(requestId)}/reject`,
+      query,
+      undefined,
+      opts,
+    );
   }
 
   sessionStatus(query: { directory?: string }, opts?: RequestOptions) {
