@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { redactedError } from '../faces/attach/errors.ts';
 import { CrossHarnessMcpServer } from '../faces/attach/server.ts';
 
 export function registerAttachCommand(program: Command): void {
@@ -10,17 +11,24 @@ export function registerAttachCommand(program: Command): void {
     )
     .action(async () => {
       const server = new CrossHarnessMcpServer();
-      const stop = () => {
-        server.close().then(
-          () => process.exit(0),
-          () => process.exit(1),
-        );
-      };
-      process.once('SIGTERM', stop);
-      process.once('SIGINT', stop);
+      const stdinClosed = new Promise<void>((resolve) => {
+        process.stdin.once('end', resolve);
+        process.stdin.once('close', resolve);
+      });
+      const signalled = new Promise<void>((resolve) => {
+        process.once('SIGTERM', resolve);
+        process.once('SIGINT', resolve);
+      });
       await server.start();
       process.stderr.write('[baton] ready (attach)\n');
-      await server.closed;
+      await Promise.race([stdinClosed, signalled]);
+      // A failed cleanup is retried once (closes are retryable), then reported; the process exits either way.
+      try {
+        await server.close().catch(() => server.close());
+      } catch (err) {
+        process.stderr.write(`[baton] attach: cleanup failed: ${redactedError(err).message}\n`);
+        process.exit(1);
+      }
       process.exit(0);
     });
 }

@@ -2,6 +2,9 @@
 // in-memory transport. Harness connections here are in-memory fakes (this file says so); the real servers are used in
 // attach-opencode.test.ts.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -12,6 +15,7 @@ import { z } from 'zod';
 import { ConnectionRegistry } from '../../src/faces/attach/connections.ts';
 import type { ConnectRequest, HarnessConnection } from '../../src/faces/attach/harness.ts';
 import { ATTACH_TOOL_NAMES, CrossHarnessMcpServer, CrossHarnessMcpToolRegistrar } from '../../src/index.ts';
+import { REPO_ROOT } from '../support/bins.ts';
 
 const OC = 'http://127.0.0.1:4096/';
 
@@ -123,5 +127,21 @@ describe('CrossHarnessMcpServer', () => {
     await server.close();
     await server.closed;
     assert.deepEqual(registrar.connections.list(), []);
+  });
+});
+
+describe('baton attach process', () => {
+  test('prints its ready line and exits 0 when the client closes stdin', async () => {
+    const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'baton.js'), 'attach'], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString('utf8');
+      if (stderr.includes('[baton] ready (attach)')) child.stdin.end();
+    });
+    const [code] = (await once(child, 'exit')) as [number | null];
+    assert.equal(code, 0, stderr);
   });
 });
