@@ -141,6 +141,27 @@ test('baton attach against a real codex app-server over WebSocket', async (t) =>
     assert.equal(sent.reply, 'after the interrupt');
   });
 
+  await t.test('cancelling a foreground send interrupts its turn and unlocks the thread', async () => {
+    const gate = new Gate();
+    const before = mock.turns.length;
+    mock.push(stalledReply(gate));
+    const ac = new AbortController();
+    const pending = client.callTool(
+      { name: 'send_message', arguments: { connectionId: id, chatId: threadId, message: 'cancel me' } },
+      undefined,
+      { signal: ac.signal },
+    );
+    await mock.waitForTurn(before);
+    ac.abort();
+    await assert.rejects(pending);
+    mock.push(reply('after the cancel'));
+    // The interrupt runs in the server after the cancel; the next send waits behind it on the same thread.
+    const sent = await ok<{ reply: string }>('send_message', { connectionId: id, chatId: threadId, message: 'next' });
+    assert.equal(sent.reply, 'after the cancel');
+    assert.equal(mock.turns.length, before + 2);
+    gate.open();
+  });
+
   await t.test('sends to one thread are sequenced and bounded at 10 queued or active', async () => {
     const gate = new Gate();
     const before = mock.turns.length;

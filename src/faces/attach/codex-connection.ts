@@ -200,27 +200,32 @@ class CodexConnection implements HarnessConnection {
     const watcher: TurnWatcher = { turnId: undefined, items: [], buffered: [] };
     this.watchers.set(chatId, watcher);
     try {
+      if (stop.aborted) throw new SendTimeoutError(`${why()} before the turn started; nothing was sent`);
       const params: TurnStartParams = { threadId: chatId, input: [{ type: 'text', text: message, text_elements: [] }] };
-      let started: TurnStartResponse;
+      // turn/start is never abandoned half-way: even after a timeout or cancel its answer is awaited (3 s more at
+      // most) so the turn can be correlated and interrupted; without an answer the socket is closed instead.
+      const request = this.client.request('turn/start', params, CODEX_REQUEST_TIMEOUT_MS);
+      request.catch(() => {});
+      let started: TurnStartResponse | typeof UNCORRELATED;
       try {
-        started = (await this.client.request(
-          'turn/start',
-          params,
-          CODEX_REQUEST_TIMEOUT_MS,
-          stop,
-        )) as TurnStartResponse;
+        started = (await Promise.race([request, afterAbort(stop, INTERRUPT_ACK_TIMEOUT_MS)])) as
+          | TurnStartResponse
+          | typeof UNCORRELATED;
       } catch (err) {
-        const dispatched = (err as { dispatched?: boolean }).dispatched === true;
-        if (!dispatched && stop.aborted)
-          throw new SendTimeoutError(`${why()} before the turn started; nothing was sent`);
-        if (dispatched && (err as { code?: number }).code === undefined) {
-          // turn/start may have reached Codex, but no turn id came back: it cannot be correlated or interrupted.
+        const e = err as { dispatched?: boolean; code?: number };
+        if (e.dispatched === true && e.code === undefined) {
           this.abandon('a turn/start could not be correlated');
           throw new SendTimeoutError(
-            `${why()} before Codex confirmed the turn; the connection was closed so no turn can overlap, and the turn may still run (it was not retried)`,
+            'Codex did not confirm the turn; the connection was closed so no turn can overlap, and the turn may still run (it was not retried)',
           );
         }
         throw err;
+      }
+      if (started === UNCORRELATED) {
+        this.abandon('a turn/start could not be correlated');
+        throw new SendTimeoutError(
+          `${why()} before Codex confirmed the turn; the connection was closed so no turn can overlap, and the turn may still run (it was not retried)`,
+        );
       }
       const turnId = started?.turn?.id;
       if (typeof turnId !== 'string') {
@@ -345,6 +350,17 @@ class CodexConnection implements HarnessConnection {
   private assertOpen(): void {
     if (this.closedReason) throw new AttachError(this.closedReason);
   }
+}
+
+const UNCORRELATED = Symbol('uncorrelated');
+
+/** Resolves UNCORRELATED `graceMs` after `signal` aborts (never, if it does not). */
+function afterAbort(signal: AbortSignal, graceMs: number): Promise<typeof UNCORRELATED> {
+  return new Promise((resolve) => {
+    const arm = () => setTimeout(() => resolve(UNCORRELATED), graceMs).unref();
+    if (signal.aborted) arm();
+    else signal.addEventListener('abort', arm, { once: true });
+  });
 }
 
 function seconds(s: number | null | undefined): string | undefined {
