@@ -141,6 +141,9 @@ describe('Codex connections fail closed (fake app-server)', () => {
       assert.ok(fake.received.some((m) => m.method === 'turn/interrupt'));
       await until('the socket to close', () => fake.closed);
       await assert.rejects(connection.listChats(5), /closed because turn\/interrupt was not acknowledged/);
+      const health = await connection.health();
+      assert.equal(health.healthy, false);
+      assert.match(health.detail ?? '', /turn\/interrupt was not acknowledged/);
       await registry.closeAll();
     } finally {
       await fake.close();

@@ -263,7 +263,18 @@ export class OpenCodeClient {
 
   private async json<T>(method: string, path: string, query: Query, body: unknown, opts?: RequestOptions): Promise<T> {
     const res = await this.request(method, path, query, body, opts);
-    const text = await readBounded(res, opts?.signal);
+    let text: string;
+    try {
+      text = await readBounded(res, opts?.signal);
+    } catch (err) {
+      if (err instanceof OpenCodeRequestError) throw err;
+      // The bound (or the caller) cut the body off mid-read: the same outcome as while waiting for the headers.
+      if (opts?.signal?.aborted) throw new OpenCodeRequestError('aborted', `${method} ${path} was cancelled`);
+      throw new OpenCodeRequestError(
+        (err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError' ? 'timeout' : 'network',
+        `${method} ${path} failed while reading the answer: ${(err as Error).message}`,
+      );
+    }
     try {
       return JSON.parse(text) as T;
     } catch {

@@ -103,7 +103,8 @@ class CodexConnection implements HarnessConnection {
   }
 
   async health(signal?: AbortSignal): Promise<HarnessHealth> {
-    if (!this.client.connected) return { healthy: false, version: this.client.serverVersion };
+    if (this.closedReason || !this.client.connected)
+      return { healthy: false, version: this.client.serverVersion, detail: this.closedReason ?? 'not connected' };
     await this.request('thread/list', { cwd: this.directory, limit: 1 } satisfies ThreadListParams, signal);
     return { healthy: true, version: this.client.serverVersion };
   }

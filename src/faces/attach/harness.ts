@@ -5,6 +5,8 @@ import type { HarnessName } from './allowlist.ts';
 export interface HarnessHealth {
   healthy: boolean;
   version?: string;
+  /** Why the connection is unusable, when it is. */
+  detail?: string;
 }
 
 export interface ChatSummary {

@@ -184,8 +184,12 @@ export function attachToolHandlers(
     connection_status: async (a, signal) => {
       const info = connections.info(a.connectionId);
       if (info.state !== 'open') return { connection: info };
-      const health = await connections.get(a.connectionId).health(signal);
-      return { connection: info, health };
+      try {
+        return { connection: info, health: await connections.get(a.connectionId).health(signal) };
+      } catch (err) {
+        // An unreachable server is a status, not a failed tool call.
+        return { connection: info, health: { healthy: false, detail: redactedError(err).message } };
+      }
     },
     disconnect_harness: async (a) => {
       await connections.disconnect(a.connectionId);
