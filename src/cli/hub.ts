@@ -1,3 +1,212 @@
+// Hub commands (HB-1): init, doctor, serve, start, stop, health, examples, service.
+import { spawn } from 'node:child_process';
+import { existsSync, openSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Command } from 'commander';
+import { type HubConfig, initConfig, loadConfig, resolveConfigPath } from '../faces/hub/config.ts';
+import { writeExamples } from '../faces/hub/examples.ts';
+import { Hub } from '../faces/hub/server.ts';
+import { serviceFiles } from '../faces/hub/service.ts';
+import { isLogLevel } from '../lib/log.ts';
+import { ensurePrivateDir } from '../lib/private-fs.ts';
+import { redactError } from '../lib/redact.ts';
 
-export function registerHubCommands(_program: Command): void {}
+const out = (s: string) => process.stdout.write(`${s}\n`);
+const START_TIMEOUT_MS = 60_000;
+
+export function registerHubCommands(program: Command): void {
+  program.option('--config <file>', 'config file (default: $BATON_CONFIG or ./.baton/config.json)');
+  const configPath = () => resolveConfigPath(program.opts<{ config?: string }>().config);
+  const explicitConfig = () => Boolean(program.opts<{ config?: string }>().config ?? process.env.BATON_CONFIG);
+
+  program
+    .command('init')
+    .description('Write a new config with one random bearer token per caller (never overwrites).')
+    .requiredOption('--root <dir...>', 'authorised project root (repeatable)')
+    .option('--port <port>', 'listen port', (v) => Number.parseInt(v, 10))
+    .action((opts: { root: string[]; port?: number }) => {
+      const r = initConfig({ path: configPath(), roots: opts.root, port: opts.port });
+      if (!r.created) {
+        out(`config ${r.path} already exists; left unchanged`);
+        return;
+      }
+      out(`wrote ${r.path}`);
+      out(`agents found: ${r.agents.length ? r.agents.join(', ') : 'none (edit "agents" in the config)'}`);
+      out('run `baton examples` to write client snippets and tokens.env');
+    });
+
+  program
+    .command('doctor')
+    .description(
+      'Check each configured agent: binary, version, login, and a real session where that costs no inference.',
+    )
+    .action(async () => {
+      const cfg = loadConfig(configPath());
+      const { createAgent } = await import('../agents/registry.ts');
+      let usable = 0;
+      for (const [name, entry] of Object.entries(cfg.agents)) {
+        const agent = createAgent(name, entry, { stateDir: cfg.stateDirPath, logger: quietLogger });
+        const probe = await agent.probe().catch((err) => ({ available: false, detail: redactError(err) }) as const);
+        let session = '';
+        const deep = (agent as { probeSession?: () => Promise<void> }).probeSession;
+        if (probe.available && deep) {
+          session = await deep.call(agent).then(
+            () => ', session ok',
+            (err) => `, session failed: ${redactError(err)}`,
+          );
+        }
+        if (probe.available) usable++;
+        const p = probe as { version?: string; login?: string; detail?: string };
+        out(
+          `${probe.available ? 'ok  ' : 'FAIL'} ${name} (${entry.kind})${p.version ? ` ${p.version}` : ''}${p.login ? `, login ${p.login}` : ''}${session}${p.detail ? ` — ${p.detail}` : ''}`,
+        );
+      }
+      if (!Object.keys(cfg.agents).length) out('no agents configured');
+      process.exitCode = usable > 0 ? 0 : 1;
+    });
+
+  program
+    .command('serve')
+    .description('Run the hub in the foreground (runs the doctor preflight before accepting work).')
+    .option('--log-level <level>', 'debug | info | warn | error')
+    .option('--port <port>', 'override the configured port', (v) => Number.parseInt(v, 10))
+    .action(async (opts: { logLevel?: string; port?: number }) => {
+      const path = configPath();
+      if (!existsSync(path) && !explicitConfig()) {
+        // First `npm start` in a directory: the current directory becomes the only root.
+        initConfig({ path, roots: [process.cwd()] });
+        out(`created ${path} with ${process.cwd()} as the only authorised root`);
+      }
+      const cfg = loadConfig(path);
+      if (opts.port !== undefined) cfg.listen.port = opts.port;
+      if (opts.logLevel && !isLogLevel(opts.logLevel))
+        throw new Error(`--log-level must be debug, info, warn or error`);
+      const { tokensFile } = writeExamples(cfg);
+      const hub = await Hub.start({
+        config: cfg,
+        logLevel: opts.logLevel as 'info' | undefined,
+        stderrLogs: true,
+      });
+      out(`baton hub listening on ${hub.url} (callers: ${Object.keys(cfg.callers).join(', ')})`);
+      out(`caller tokens: ${tokensFile}`);
+      const stop = () => void hub.close();
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      await hub.closed;
+    });
+
+  program
+    .command('start')
+    .description('Start the hub in the background and wait until it answers.')
+    .action(async () => {
+      const path = configPath();
+      const cfg = loadConfig(path);
+      if (await healthOf(cfg).catch(() => null)) {
+        out(`already running on http://${cfg.listen.host}:${cfg.listen.port}`);
+        return;
+      }
+      ensurePrivateDir(cfg.stateDirPath);
+      const log = openSync(join(cfg.stateDirPath, 'daemon.out'), 'a', 0o600);
+      const child = spawn(process.execPath, [process.argv[1]!, '--config', path, 'serve'], {
+        detached: true,
+        stdio: ['ignore', log, log],
+      });
+      child.unref();
+      const until = Date.now() + START_TIMEOUT_MS;
+      while (Date.now() < until) {
+        if (child.exitCode !== null)
+          throw new Error(`the hub exited at start; see ${join(cfg.stateDirPath, 'daemon.out')}`);
+        const h = await healthOf(cfg).catch(() => null);
+        if (h) {
+          out(`started on http://${cfg.listen.host}:${cfg.listen.port} (pid ${h.pid})`);
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      throw new Error(
+        `the hub did not answer within ${START_TIMEOUT_MS / 1000} s; see ${join(cfg.stateDirPath, 'daemon.out')}`,
+      );
+    });
+
+  program
+    .command('stop')
+    .description('Stop the hub through its authenticated local control endpoint.')
+    .action(async () => {
+      const cfg = loadConfig(configPath());
+      const res = await control(cfg, 'POST', '/control/stop').catch(() => null);
+      if (!res) {
+        out('not running');
+        return;
+      }
+      if (res.status !== 202) throw new Error(`stop refused: HTTP ${res.status}`);
+      const until = Date.now() + START_TIMEOUT_MS;
+      while (Date.now() < until && (await healthOf(cfg).catch(() => null)))
+        await new Promise((r) => setTimeout(r, 100));
+      out('stopped');
+    });
+
+  program
+    .command('health')
+    .description('Version, uptime, agents and queue depth of the running hub.')
+    .action(async () => {
+      const cfg = loadConfig(configPath());
+      const h = await healthOf(cfg).catch((err) => {
+        throw new Error(
+          `the hub is not answering on http://${cfg.listen.host}:${cfg.listen.port}: ${redactError(err)}`,
+        );
+      });
+      out(JSON.stringify(h, null, 2));
+    });
+
+  program
+    .command('examples')
+    .description('Write client snippets and a private tokens.env under .baton/connections/ (prints no token).')
+    .action(() => {
+      const cfg = loadConfig(configPath());
+      const { dir, files } = writeExamples(cfg);
+      out(`wrote ${files.length} files under ${dir}:`);
+      for (const f of files) out(`  ${f}`);
+      out(`source ${join(dir, 'tokens.env')} in the environment that launches your clients`);
+    });
+
+  const service = program
+    .command('service')
+    .description('Install the hub as a user service (launchd / systemd --user).');
+  for (const action of ['install', 'uninstall'] as const) {
+    service
+      .command(action)
+      .option('--dry-run', 'print what would be done')
+      .action(async (opts: { dryRun?: boolean }) => {
+        const cfg = loadConfig(configPath());
+        const plan = serviceFiles(cfg, process.argv[1]!);
+        const steps = action === 'install' ? plan.install : plan.uninstall;
+        if (opts.dryRun) {
+          for (const s of steps) out(s.describe);
+          return;
+        }
+        for (const s of steps) {
+          out(s.describe.split('\n')[0]!);
+          await s.run();
+        }
+        if (action === 'uninstall') out('config and task data were kept');
+      });
+  }
+}
+
+const quietLogger = { debug() {}, info() {}, warn() {}, error() {} };
+
+async function control(cfg: HubConfig, method: string, path: string): Promise<Response> {
+  const host = cfg.listen.host === '0.0.0.0' ? '127.0.0.1' : cfg.listen.host;
+  return fetch(`http://${host}:${cfg.listen.port}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${cfg.control.token}` },
+    signal: AbortSignal.timeout(5_000),
+    redirect: 'error',
+  });
+}
+
+async function healthOf(cfg: HubConfig): Promise<{ pid: number } & Record<string, unknown>> {
+  const res = await control(cfg, 'GET', '/control/health');
+  if (!res.ok) throw new Error(`HTTP ${res.status}`);
+  return (await res.json()) as { pid: number };
+}

@@ -1,0 +1,727 @@
+// The task engine: admission, idempotency, scheduling under workspace locks, running rounds through an Agent, events
+// with cursors and long-poll, results, cancellation and crash recovery (TE-1..TE-11, HB-3..HB-5).
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync, realpathSync, statSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+import type { Agent, AgentEvent, AgentSession, Sandbox } from '../agents/agent.ts';
+import type { Logger } from '../lib/log.ts';
+import { isGroupAlive, stopGroup } from '../lib/process-group.ts';
+import { redactError } from '../lib/redact.ts';
+import { cutCodePoints, statusLine, stripTerminalControls } from '../lib/text.ts';
+import { Deadline, type DeadlineExceededError } from './deadlines.ts';
+import { addWorktree, gitToplevel, snapshot } from './git.ts';
+import { type LockScope, WorkspaceLocks } from './locks.ts';
+import { keepTail, MAX_RESULT_BYTES, pageText } from './paging.ts';
+import type { Store } from './store.ts';
+import { assertTransition, type Isolation, isTerminal, type RoundRow, type TaskEvent, type TaskRow } from './task.ts';
+import { Waiters } from './waiters.ts';
+
+/** agent_wait never blocks longer than this (HB-3). */
+export const MAX_WAIT_MS = 25_000;
+export const DEFAULT_EVENT_PAGE = 100;
+export const MAX_EVENT_PAGE = 500;
+export const DEFAULT_LIST_PAGE = 20;
+export const MAX_LIST_PAGE = 100;
+/** Commentary kept per event; the full tail lives beside the task (TE-5). */
+const COMMENTARY_EVENT_CODE_POINTS = 2_000;
+const PREVIEW_CODE_POINTS = 200;
+
+export type EngineErrorCode = 'not_found' | 'invalid' | 'conflict' | 'forbidden';
+
+export class EngineError extends Error {
+  readonly code: EngineErrorCode;
+  constructor(code: EngineErrorCode, message: string) {
+    super(message);
+    this.name = 'EngineError';
+    this.code = code;
+  }
+}
+
+export interface EngineOptions {
+  store: Store;
+  agents: ReadonlyMap<string, Agent>;
+  /** Which agents each caller may reach; a caller not listed reaches none. */
+  reachable: (caller: string) => readonly string[];
+  roots: readonly string[];
+  stateDir: string;
+  logger: Logger;
+  /** Idle deadline per round (0 = none) and hard deadline (0 = none), set by the operator (TE-7). */
+  idleTimeoutMs: number;
+  hardTimeoutMs: number;
+  /** How long a cancelled agent gets to stop by itself before its process group is stopped (TE-8). */
+  cancelGraceMs: number;
+  sandbox?: Sandbox;
+}
+
+export interface RunInput {
+  agent?: string;
+  prompt: string;
+  cwd: string;
+  idempotencyKey: string;
+  isolation?: Isolation;
+  model?: string;
+  effort?: string;
+}
+
+interface ActiveRound {
+  round: number;
+  controller: AbortController;
+  cancelRequested: boolean;
+  session?: AgentSession;
+  done: Promise<void>;
+}
+
+const now = () => new Date().toISOString();
+
+export class Engine {
+  private readonly opts: EngineOptions;
+  private readonly store: Store;
+  private readonly locks = new WorkspaceLocks();
+  private readonly waiters = new Waiters();
+  private readonly active = new Map<string, ActiveRound>();
+  private readonly roots: string[];
+  private shuttingDown = false;
+
+  constructor(opts: EngineOptions) {
+    this.opts = opts;
+    this.store = opts.store;
+    this.roots = opts.roots.map((r) => realpathSync(r));
+  }
+
+  // ---------------------------------------------------------------- recovery (HB-5)
+
+  /** Stops or waits out worker groups left by a crashed daemon and marks unfinished work interrupted. */
+  async recover(): Promise<{ stoppedGroups: number; interrupted: number }> {
+    let stoppedGroups = 0;
+    for (const w of this.store.workers()) {
+      // A live leader with another start time means the pid was reused by an unrelated process.
+      const current = leaderStartTime(w.pgid);
+      const reused = w.leaderStart !== null && current !== null && current !== w.leaderStart;
+      if (!reused && isGroupAlive(w.pgid)) {
+        await stopGroup(w.pgid, this.opts.cancelGraceMs);
+        stoppedGroups++;
+        this.opts.logger.warn('stopped a worker process group left by a previous daemon', {
+          pgid: w.pgid,
+          taskId: w.taskId,
+        });
+      }
+      this.store.removeWorker(w.pgid);
+    }
+    const unfinished = this.store.tasksInStates(['queued', 'running']);
+    for (const t of unfinished) {
+      this.store.tx(() => {
+        const msg = 'the daemon stopped before this round finished; continue the task to resume its session';
+        this.store.updateRound(t.id, t.rounds, { state: 'interrupted', endedAt: now(), error: msg });
+        this.store.setTaskState(t.id, 'interrupted', now(), msg);
+        this.store.appendEvent(t.id, { time: now(), round: t.rounds, kind: 'lifecycle', state: 'interrupted' });
+      });
+    }
+    return { stoppedGroups, interrupted: unfinished.length };
+  }
+
+  // ---------------------------------------------------------------- admission
+
+  run(caller: string, input: RunInput): TaskView {
+    const agent = this.pickAgent(caller, input.agent);
+    const cwd = this.authorisedCwd(input.cwd);
+    const isolation = input.isolation ?? 'none';
+    const hash = payloadHash({
+      op: 'run',
+      agent,
+      prompt: input.prompt,
+      cwd,
+      isolation,
+      model: input.model,
+      effort: input.effort,
+    });
+    const replay = this.replay(caller, input.idempotencyKey, hash);
+    if (replay) return this.view(replay);
+    const id = `t-${randomBytes(9).toString('base64url')}`;
+    this.store.tx(() => {
+      this.store.insertTask({
+        id,
+        caller,
+        agent,
+        cwd,
+        workdir: cwd,
+        isolation,
+        model: input.model,
+        effort: input.effort,
+        now: now(),
+      });
+      const n = this.store.insertRound(id, input.prompt);
+      this.store.putIdempotency(caller, input.idempotencyKey, { payloadHash: hash, taskId: id, round: n });
+      this.store.appendEvent(id, { time: now(), round: n, kind: 'lifecycle', state: 'queued' });
+    });
+    this.schedule(id, 1);
+    return this.view(this.mustGet(id));
+  }
+
+  continue(caller: string, input: { taskId: string; prompt: string; idempotencyKey: string }): TaskView {
+    const task = this.owned(caller, input.taskId);
+    const hash = payloadHash({ op: 'continue', taskId: task.id, prompt: input.prompt });
+    const replay = this.replay(caller, input.idempotencyKey, hash);
+    if (replay) return this.view(replay);
+    if (!isTerminal(task.state) || this.active.has(task.id)) {
+      throw new EngineError(
+        'conflict',
+        `task ${task.id} is ${task.state}; wait for the round to finish or cancel it first`,
+      );
+    }
+    if (!this.opts.agents.has(task.agent)) {
+      throw new EngineError('invalid', `agent "${task.agent}" is no longer configured`);
+    }
+    let n = 0;
+    this.store.tx(() => {
+      assertTransition(task.state, 'queued');
+      n = this.store.insertRound(task.id, input.prompt);
+      this.store.setTaskState(task.id, 'queued', now());
+      this.store.putIdempotency(caller, input.idempotencyKey, { payloadHash: hash, taskId: task.id, round: n });
+      this.store.appendEvent(task.id, { time: now(), round: n, kind: 'lifecycle', state: 'queued' });
+    });
+    this.waiters.wake(task.id);
+    this.schedule(task.id, n);
+    return this.view(this.mustGet(task.id));
+  }
+
+  cancel(caller: string, taskId: string): TaskView {
+    const task = this.owned(caller, taskId);
+    const active = this.active.get(task.id);
+    if (isTerminal(task.state) || !active) return this.view(task);
+    if (active.cancelRequested) return this.view(task);
+    active.cancelRequested = true;
+    if (task.state === 'queued') {
+      // Never started: nothing to stop; aborting withdraws it from the lock queue.
+      this.finishRound(task.id, active.round, { state: 'cancelled', error: 'cancelled before it started' });
+      active.controller.abort(new Error('cancelled'));
+      return this.view(this.mustGet(task.id));
+    }
+    this.store.appendEvent(task.id, { time: now(), round: active.round, kind: 'cancel_requested' });
+    this.waiters.wake(task.id);
+    active.controller.abort(new Error('cancelled'));
+    return this.view(this.mustGet(task.id));
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  status(caller: string, taskId: string, after = 0, limit = DEFAULT_EVENT_PAGE): StatusView {
+    const task = this.owned(caller, taskId);
+    const events = this.store.events(task.id, after, limit + 1);
+    const hasMore = events.length > limit;
+    const page = events.slice(0, limit);
+    return {
+      ...this.view(task),
+      rounds: this.store.listRounds(task.id).map(roundView),
+      events: page,
+      nextCursor: page.length ? page[page.length - 1]!.seq : after,
+      hasMore,
+    };
+  }
+
+  /** Long-poll (TE-2): returns at once when events exist past `after` or the task is terminal, else waits. */
+  async wait(
+    caller: string,
+    taskId: string,
+    after = 0,
+    timeoutMs = MAX_WAIT_MS,
+    signal?: AbortSignal,
+  ): Promise<WaitView> {
+    const bound = Math.min(Math.max(0, timeoutMs), MAX_WAIT_MS);
+    let task = this.owned(caller, taskId);
+    let timedOut = false;
+    if (task.lastSeq <= after && !isTerminal(task.state)) {
+      timedOut = !(await this.waiters.wait(task.id, bound, signal));
+      task = this.mustGet(task.id);
+    }
+    const events = this.store.events(task.id, after, DEFAULT_EVENT_PAGE + 1);
+    const hasMore = events.length > DEFAULT_EVENT_PAGE;
+    const page = events.slice(0, DEFAULT_EVENT_PAGE);
+    return {
+      ...this.view(task),
+      events: page,
+      nextCursor: page.length ? page[page.length - 1]!.seq : after,
+      hasMore,
+      timedOut: timedOut && page.length === 0,
+    };
+  }
+
+  result(caller: string, taskId: string, offset = 0): ResultView {
+    const task = this.owned(caller, taskId);
+    const round = this.store.getRound(task.id, task.rounds);
+    if (!isTerminal(task.state) || !round) {
+      return { taskId: task.id, state: task.state, round: task.rounds, available: false };
+    }
+    const page = pageText(round.result ?? '', offset);
+    return {
+      taskId: task.id,
+      state: task.state,
+      round: round.n,
+      available: true,
+      ...(round.error ? { error: round.error } : {}),
+      ...page,
+    };
+  }
+
+  list(caller: string, cursor: string | undefined, limit = DEFAULT_LIST_PAGE): ListView {
+    let afterOrder = 0;
+    if (cursor) {
+      afterOrder = Number(Buffer.from(cursor, 'base64url').toString('utf8'));
+      if (!Number.isSafeInteger(afterOrder) || afterOrder < 0) throw new EngineError('invalid', 'cursor is not valid');
+    }
+    const { tasks, orders } = this.store.listTasks(caller, afterOrder, limit + 1);
+    const more = tasks.length > limit;
+    const page = tasks.slice(0, limit);
+    return {
+      tasks: page.map((t) => this.view(t)),
+      nextCursor: more ? Buffer.from(String(orders[limit - 1])).toString('base64url') : null,
+    };
+  }
+
+  health(): { queueDepth: number; running: number; states: Record<string, number> } {
+    const states = this.store.stats();
+    return { queueDepth: states.queued, running: states.running, states };
+  }
+
+  /** Graceful shutdown: running rounds are stopped and recorded as interrupted (never replayed). */
+  async close(): Promise<void> {
+    this.shuttingDown = true;
+    const pending = [...this.active.values()];
+    for (const a of pending) a.controller.abort(new Error('daemon stopping'));
+    await Promise.allSettled(pending.map((a) => a.done));
+  }
+
+  // ---------------------------------------------------------------- execution
+
+  private schedule(taskId: string, round: number): void {
+    const controller = new AbortController();
+    const entry: ActiveRound = { round, controller, cancelRequested: false, done: Promise.resolve() };
+    this.active.set(taskId, entry);
+    entry.done = this.execute(taskId, round, entry)
+      .catch((err) => {
+        this.opts.logger.error('round failed unexpectedly', { taskId, round, error: redactError(err) });
+        const t = this.store.getTask(taskId);
+        if (t && !isTerminal(t.state)) this.finishRound(taskId, round, { state: 'failed', error: redactError(err) });
+      })
+      .finally(() => {
+        this.locks.release(taskId);
+        if (this.active.get(taskId) === entry) this.active.delete(taskId);
+      });
+  }
+
+  private async execute(taskId: string, n: number, entry: ActiveRound): Promise<void> {
+    let task = this.mustGet(taskId);
+    const signal = entry.controller.signal;
+    if (task.isolation === 'worktree' && task.workdir === task.cwd) {
+      task = await this.prepareWorktree(task);
+    }
+    if (task.isolation !== 'worktree') {
+      await this.locks.acquire(taskId, await lockScope(task.workdir), signal);
+    }
+    if (signal.aborted) {
+      if (!entry.cancelRequested) this.finishRound(taskId, n, this.abortOutcome(entry, undefined, undefined));
+      return;
+    }
+    this.store.tx(() => {
+      assertTransition(task.state, 'running');
+      this.store.setTaskState(taskId, 'running', now());
+      this.store.updateRound(taskId, n, { state: 'running', startedAt: now() });
+      this.store.appendEvent(taskId, { time: now(), round: n, kind: 'lifecycle', state: 'running' });
+    });
+    this.waiters.wake(taskId);
+
+    const round = this.store.getRound(taskId, n)!;
+    this.store.updateRound(taskId, n, { before: await snapshot(task.workdir) });
+    const agent = this.opts.agents.get(task.agent);
+    let outcome: Extract<AgentEvent, { kind: 'end' }> | undefined;
+    let deadlineError: DeadlineExceededError | undefined;
+    let message = '';
+    let tooLarge = false;
+    const deadline = new Deadline({
+      idleMs: this.opts.idleTimeoutMs,
+      hardMs: this.opts.hardTimeoutMs,
+      onExpire: (err) => {
+        deadlineError = err;
+        entry.controller.abort(err);
+      },
+    });
+    // If the agent does not stop by itself after an abort, its process group is stopped (TE-8).
+    let forceTimer: NodeJS.Timeout | undefined;
+    signal.addEventListener(
+      'abort',
+      () => {
+        forceTimer = setTimeout(() => void entry.session?.close(), this.opts.cancelGraceMs + 1_000);
+      },
+      { once: true },
+    );
+    try {
+      if (!agent) throw new Error(`agent "${task.agent}" is not configured on this hub`);
+      entry.session = await agent.openSession({
+        cwd: task.workdir,
+        sandbox: this.opts.sandbox ?? 'workspace-write',
+        resume: task.sessionId ?? undefined,
+        model: task.model ?? undefined,
+        effort: task.effort ?? undefined,
+        signal,
+        onProcessGroup: (pgid) => this.store.addWorker({ pgid, taskId, leaderStart: leaderStartTime(pgid) }, now()),
+      });
+      if (entry.session.id && entry.session.id !== task.sessionId) this.recordSession(taskId, n, entry.session.id);
+      for await (const ev of entry.session.turn(round.prompt, { signal })) {
+        deadline.touch();
+        if (ev.kind === 'end') {
+          outcome = ev;
+          break;
+        }
+        if (ev.kind === 'message') {
+          if (tooLarge) continue;
+          message += ev.text;
+          if (Buffer.byteLength(message) > MAX_RESULT_BYTES) {
+            tooLarge = true;
+            message = '';
+            entry.controller.abort(new Error('result too large'));
+          }
+          continue;
+        }
+        this.recordEvent(taskId, n, ev);
+      }
+    } catch (err) {
+      outcome = { kind: 'end', outcome: 'failed', error: redactError(err) };
+    } finally {
+      deadline.clear();
+      await this.closeSession(taskId, entry.session);
+      clearTimeout(forceTimer);
+    }
+    const after = await snapshot(task.workdir);
+    if (entry.cancelRequested || this.shuttingDown) {
+      this.finishRound(taskId, n, this.abortOutcome(entry, outcome, after), message);
+    } else if (deadlineError) {
+      this.finishRound(taskId, n, { state: 'failed', error: deadlineError.message, after }, message);
+    } else if (tooLarge) {
+      this.finishRound(taskId, n, {
+        state: 'failed',
+        error: `the final result exceeded ${MAX_RESULT_BYTES} bytes and was discarded`,
+        after,
+      });
+    } else if (!outcome) {
+      this.finishRound(
+        taskId,
+        n,
+        { state: 'failed', error: 'the agent ended the turn without a result', after },
+        message,
+      );
+    } else {
+      const state =
+        outcome.outcome === 'succeeded' ? 'succeeded' : outcome.outcome === 'cancelled' ? 'cancelled' : 'failed';
+      this.finishRound(taskId, n, { state, error: outcome.error ? redactError(outcome.error) : null, after }, message);
+    }
+  }
+
+  private abortOutcome(
+    entry: ActiveRound,
+    outcome: Extract<AgentEvent, { kind: 'end' }> | undefined,
+    after: unknown,
+  ): { state: 'cancelled' | 'interrupted'; error: string; after?: unknown; abandoned?: boolean } {
+    if (this.shuttingDown && !entry.cancelRequested) {
+      return { state: 'interrupted', error: 'the daemon was stopped during this round', after };
+    }
+    const acknowledged = outcome?.outcome === 'cancelled' && outcome.acknowledged !== false;
+    return { state: 'cancelled', error: 'cancelled by the caller', after, abandoned: outcome ? !acknowledged : true };
+  }
+
+  private async closeSession(taskId: string, session: AgentSession | undefined): Promise<void> {
+    if (session) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        session.close().catch(() => {}),
+        new Promise<void>((r) => {
+          timer = setTimeout(r, this.opts.cancelGraceMs + 5_000);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    // The workspace lock is released only once every process group of the task has exited (TE-9).
+    for (const pgid of this.store.workersOfTask(taskId)) await stopGroup(pgid, this.opts.cancelGraceMs);
+    this.store.removeWorkersOfTask(taskId);
+  }
+
+  private finishRound(
+    taskId: string,
+    n: number,
+    end: {
+      state: 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
+      error?: string | null;
+      after?: unknown;
+      abandoned?: boolean;
+    },
+    result?: string,
+  ): void {
+    const task = this.mustGet(taskId);
+    this.store.tx(() => {
+      assertTransition(task.state, end.state);
+      this.store.updateRound(taskId, n, {
+        state: end.state,
+        endedAt: now(),
+        ...(end.after !== undefined ? { after: end.after } : {}),
+        result: result ?? null,
+        error: end.error ?? null,
+        abandoned: end.abandoned ?? false,
+      });
+      this.store.setTaskState(taskId, end.state, now(), end.error ?? null);
+      this.store.appendEvent(taskId, {
+        time: now(),
+        round: n,
+        kind: 'lifecycle',
+        state: end.state,
+        ...(end.error ? { error: end.error } : {}),
+        ...(end.abandoned ? { abandoned: true } : {}),
+      });
+    });
+    if (end.abandoned) {
+      this.opts.logger.warn('cancel was not acknowledged by the agent; the turn was abandoned', {
+        taskId,
+        round: n,
+        sessionId: task.sessionId,
+      });
+    }
+    this.waiters.wake(taskId);
+  }
+
+  private recordSession(taskId: string, n: number, sessionId: string): void {
+    this.store.tx(() => {
+      this.store.setSessionId(taskId, sessionId);
+      this.store.appendEvent(taskId, { time: now(), round: n, kind: 'session', sessionId });
+    });
+    this.waiters.wake(taskId);
+  }
+
+  private recordEvent(taskId: string, n: number, ev: Exclude<AgentEvent, { kind: 'end' | 'message' }>): void {
+    const base = { time: now(), round: n };
+    switch (ev.kind) {
+      case 'session':
+        this.recordSession(taskId, n, ev.id);
+        return;
+      case 'status':
+        this.store.appendEvent(taskId, { ...base, kind: 'status', text: statusLine(ev.text) });
+        break;
+      case 'commentary': {
+        const text = stripTerminalControls(ev.text);
+        this.store.tx(() => {
+          const { tail, dropped } = this.store.getCommentary(taskId);
+          const kept = keepTail(tail + text);
+          this.store.setCommentary(taskId, kept.tail, dropped + kept.droppedCodePoints);
+          this.store.appendEvent(taskId, {
+            ...base,
+            kind: 'commentary',
+            text: cutCodePoints(text, COMMENTARY_EVENT_CODE_POINTS),
+          });
+        });
+        break;
+      }
+      case 'tool':
+        this.store.appendEvent(taskId, {
+          ...base,
+          kind: 'tool',
+          phase: ev.phase,
+          family: ev.family,
+          ...(ev.ok !== undefined ? { ok: ev.ok } : {}),
+        });
+        break;
+      case 'permission':
+        this.store.appendEvent(taskId, {
+          ...base,
+          kind: 'permission',
+          decision: ev.decision,
+          what: statusLine(ev.what),
+        });
+        break;
+      case 'usage':
+        this.store.appendEvent(taskId, { ...base, ...ev, kind: 'usage' });
+        break;
+      case 'error':
+        this.store.appendEvent(taskId, { ...base, kind: 'error', message: statusLine(redactError(ev.message)) });
+        break;
+    }
+    this.waiters.wake(taskId);
+  }
+
+  private async prepareWorktree(task: TaskRow): Promise<TaskRow> {
+    const top = await gitToplevel(task.cwd);
+    if (!top) throw new Error(`isolation "worktree" needs a git repository, and ${task.cwd} is not in one`);
+    const path = join(this.opts.stateDir, 'worktrees', task.id);
+    await addWorktree(task.cwd, path, `baton/${task.id}`);
+    const sub = relative(realpathSync(top), task.cwd);
+    const workdir = sub ? join(path, sub) : path;
+    this.store.setWorkdir(task.id, workdir);
+    return this.mustGet(task.id);
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private pickAgent(caller: string, requested: string | undefined): string {
+    const reachable = this.opts.reachable(caller);
+    if (requested !== undefined) {
+      if (!reachable.includes(requested)) {
+        throw new EngineError(
+          'forbidden',
+          `agent "${requested}" is not reachable for caller "${caller}" (reachable: ${reachable.join(', ') || 'none'})`,
+        );
+      }
+      return requested;
+    }
+    if (reachable.length === 1) return reachable[0]!;
+    throw new EngineError(
+      'invalid',
+      reachable.length
+        ? `name the agent: caller "${caller}" may reach ${reachable.join(', ')}`
+        : `caller "${caller}" may reach no agent; configure one in config.json`,
+    );
+  }
+
+  /** HB-4: the cwd must resolve (realpath) inside an authorised root. */
+  private authorisedCwd(cwd: string): string {
+    if (!cwd.startsWith('/')) throw new EngineError('invalid', `cwd must be an absolute path, got "${cwd}"`);
+    let real: string;
+    try {
+      real = realpathSync(cwd);
+    } catch {
+      throw new EngineError('invalid', `cwd ${cwd} does not exist`);
+    }
+    if (!statSync(real).isDirectory()) throw new EngineError('invalid', `cwd ${cwd} is not a directory`);
+    const inside = this.roots.some((root) => real === root || real.startsWith(root.endsWith(sep) ? root : root + sep));
+    if (!inside) {
+      throw new EngineError('forbidden', `cwd ${cwd} is outside the authorised roots (${this.roots.join(', ')})`);
+    }
+    return real;
+  }
+
+  private replay(caller: string, key: string, hash: string): TaskRow | undefined {
+    const rec = this.store.getIdempotency(caller, key);
+    if (!rec) return undefined;
+    if (rec.payloadHash !== hash) {
+      throw new EngineError(
+        'conflict',
+        `idempotencyKey "${key}" was already used with a different request; use a new key for a new request`,
+      );
+    }
+    return this.mustGet(rec.taskId);
+  }
+
+  private owned(caller: string, taskId: string): TaskRow {
+    const task = this.store.getTask(taskId);
+    // Another caller's task is indistinguishable from a missing one (SE-3).
+    if (!task || task.caller !== caller) throw new EngineError('not_found', `no task ${taskId}`);
+    return task;
+  }
+
+  private mustGet(id: string): TaskRow {
+    const t = this.store.getTask(id);
+    if (!t) throw new EngineError('not_found', `no task ${id}`);
+    return t;
+  }
+
+  private view(task: TaskRow): TaskView {
+    const round = this.store.getRound(task.id, task.rounds);
+    const result =
+      round?.result != null
+        ? { chars: Array.from(round.result).length, preview: cutCodePoints(round.result, PREVIEW_CODE_POINTS) }
+        : null;
+    return {
+      taskId: task.id,
+      agent: task.agent,
+      state: task.state,
+      cwd: task.cwd,
+      workdir: task.workdir,
+      isolation: task.isolation,
+      sessionId: task.sessionId,
+      round: task.rounds,
+      createdAt: task.createdAt,
+      updatedAt: task.updatedAt,
+      error: task.error,
+      result,
+    };
+  }
+}
+
+export interface TaskView {
+  taskId: string;
+  agent: string;
+  state: TaskRow['state'];
+  cwd: string;
+  workdir: string;
+  isolation: Isolation;
+  sessionId: string | null;
+  round: number;
+  createdAt: string;
+  updatedAt: string;
+  error: string | null;
+  result: { chars: number; preview: string } | null;
+  [k: string]: unknown;
+}
+
+export interface StatusView extends TaskView {
+  rounds: ReturnType<typeof roundView>[];
+  events: TaskEvent[];
+  nextCursor: number;
+  hasMore: boolean;
+}
+
+export interface WaitView extends TaskView {
+  events: TaskEvent[];
+  nextCursor: number;
+  hasMore: boolean;
+  timedOut: boolean;
+}
+
+export type ResultView =
+  | { taskId: string; state: TaskRow['state']; round: number; available: false }
+  | {
+      taskId: string;
+      state: TaskRow['state'];
+      round: number;
+      available: true;
+      error?: string;
+      text: string;
+      offset: number;
+      nextOffset: number;
+      done: boolean;
+      total: number;
+    };
+
+export interface ListView {
+  tasks: TaskView[];
+  nextCursor: string | null;
+  [k: string]: unknown;
+}
+
+function roundView(r: RoundRow) {
+  return {
+    n: r.n,
+    state: r.state,
+    startedAt: r.startedAt,
+    endedAt: r.endedAt,
+    error: r.error,
+    abandoned: r.abandoned,
+    resultChars: r.result == null ? null : Array.from(r.result).length,
+    gitBefore: r.before,
+    gitAfter: r.after,
+  };
+}
+
+function payloadHash(payload: Record<string, unknown>): string {
+  return createHash('sha256').update(JSON.stringify(payload)).digest('hex');
+}
+
+async function lockScope(dir: string): Promise<LockScope> {
+  const real = realpathSync(dir);
+  const top = await gitToplevel(real);
+  return { dir: real, worktree: top ? realpathSync(top) : null };
+}
+
+/** The leader's start time from /proc (Linux), to tell a recorded group from a reused pid after a crash. */
+function leaderStartTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
+}

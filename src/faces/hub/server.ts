@@ -1,0 +1,339 @@
+// The hub daemon (HB-1, HB-2, HB-5, HB-6): one durable local service on Streamable HTTP, one MCP endpoint per caller.
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type Server as HttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { Agent, AgentProbe } from '../../agents/agent.ts';
+import { createAgent } from '../../agents/registry.ts';
+import { Engine } from '../../core/engine.ts';
+import { DaemonLease } from '../../core/lease.ts';
+import { Store } from '../../core/store.ts';
+import { createLogger, type Logger, type LogLevel } from '../../lib/log.ts';
+import { ensurePrivateDir } from '../../lib/private-fs.ts';
+import { redactError } from '../../lib/redact.ts';
+import { BATON_VERSION } from '../../version.ts';
+import { serveTools } from '../mcp-tools.ts';
+import { type HubConfig, reachableAgents } from './config.ts';
+import { hubTools } from './tools.ts';
+
+/** Largest JSON-RPC request body the hub reads (SE-5). */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** An MCP session that sees no request for this long is dropped (its tasks are not: HB-6). */
+const SESSION_IDLE_MS = 30 * 60_000;
+const PROBE_TIMEOUT_MS = 20_000;
+
+export interface HubOptions {
+  config: HubConfig;
+  logLevel?: LogLevel;
+  /** Log to stderr too (the foreground `serve`); the state dir log is always written. */
+  stderrLogs?: boolean;
+  /** Skip the agent probes of the preflight (tests that start many hubs). */
+  skipPreflight?: boolean;
+}
+
+interface McpSession {
+  caller: string;
+  transport: StreamableHTTPServerTransport;
+  server: Server;
+  lastSeen: number;
+}
+
+export interface AgentHealth extends AgentProbe {}
+
+export class Hub {
+  readonly config: HubConfig;
+  readonly logger: Logger;
+  readonly engine: Engine;
+  readonly agents: Map<string, Agent>;
+  private readonly store: Store;
+  private readonly lease: DaemonLease;
+  private readonly http: HttpServer;
+  private readonly sessions = new Map<string, McpSession>();
+  private readonly callerTokens: Map<string, Buffer>;
+  private readonly controlToken: Buffer;
+  private readonly startedAt = Date.now();
+  private probes: AgentHealth[] = [];
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private closing: Promise<void> | undefined;
+  /** Resolves when the hub has shut down (e.g. via `baton stop`). */
+  readonly closed: Promise<void>;
+  private resolveClosed!: () => void;
+
+  private constructor(opts: HubOptions, lease: DaemonLease) {
+    this.config = opts.config;
+    this.lease = lease;
+    const stateDir = opts.config.stateDirPath;
+    this.logger = createLogger({
+      level: opts.logLevel ?? opts.config.logLevel,
+      file: join(stateDir, 'baton.log'),
+      stderr: opts.stderrLogs ?? false,
+      component: 'hub',
+    });
+    this.store = new Store(join(stateDir, 'baton.db'));
+    this.agents = new Map(
+      Object.entries(opts.config.agents).map(([name, entry]) => [
+        name,
+        createAgent(name, entry, { stateDir, logger: this.logger }),
+      ]),
+    );
+    this.engine = new Engine({
+      store: this.store,
+      agents: this.agents,
+      reachable: (caller) => reachableAgents(opts.config, caller),
+      roots: opts.config.rootsReal,
+      stateDir,
+      logger: this.logger,
+      ...opts.config.limits,
+    });
+    this.callerTokens = new Map(Object.entries(opts.config.callers).map(([c, v]) => [c, digest(v.token)]));
+    this.controlToken = digest(opts.config.control.token);
+    this.http = createServer((req, res) => {
+      this.route(req, res).catch((err) => {
+        this.logger.error('request failed', { error: redactError(err) });
+        if (!res.headersSent) sendJson(res, 500, { error: 'internal error' });
+        else res.end();
+      });
+    });
+    this.closed = new Promise((r) => {
+      this.resolveClosed = r;
+    });
+  }
+
+  /** Takes the state-dir lease, recovers from a previous crash, runs the preflight and starts listening. */
+  static async start(opts: HubOptions): Promise<Hub> {
+    const stateDir = ensurePrivateDir(opts.config.stateDirPath);
+    const lease = DaemonLease.acquire(stateDir);
+    let hub: Hub;
+    try {
+      hub = new Hub(opts, lease);
+    } catch (err) {
+      lease.release();
+      throw err;
+    }
+    try {
+      const recovered = await hub.engine.recover();
+      if (recovered.interrupted || recovered.stoppedGroups)
+        hub.logger.warn('recovered after an unclean stop', recovered);
+      if (!opts.skipPreflight) await hub.preflight();
+      hub.http.listen(opts.config.listen.port, opts.config.listen.host);
+      await once(hub.http, 'listening');
+    } catch (err) {
+      await hub.close();
+      throw err;
+    }
+    hub.sweepTimer = setInterval(() => hub.sweepSessions(), 60_000);
+    hub.sweepTimer.unref();
+    hub.logger.info('hub listening', { url: hub.url, agents: [...hub.agents.keys()] });
+    return hub;
+  }
+
+  get port(): number {
+    return (this.http.address() as AddressInfo).port;
+  }
+
+  get url(): string {
+    return `http://${this.config.listen.host}:${this.port}`;
+  }
+
+  /** Doctor preflight (AG-6): version and login of every configured agent, without spending inference. */
+  async preflight(): Promise<AgentHealth[]> {
+    this.probes = await Promise.all(
+      [...this.agents.values()].map(async (agent) => {
+        try {
+          return await withTimeout(agent.probe(), PROBE_TIMEOUT_MS, `probe of ${agent.name} timed out`);
+        } catch (err) {
+          return { name: agent.name, kind: agent.kind, available: false, detail: redactError(err) };
+        }
+      }),
+    );
+    for (const p of this.probes) {
+      if (p.available) this.logger.info('agent ready', { agent: p.name, version: p.version, login: p.login });
+      else this.logger.warn('agent unavailable', { agent: p.name, detail: p.detail });
+    }
+    return this.probes;
+  }
+
+  health() {
+    return {
+      ok: true,
+      version: BATON_VERSION,
+      pid: process.pid,
+      uptimeSeconds: Math.round((Date.now() - this.startedAt) / 1000),
+      url: this.url,
+      stateDir: this.config.stateDirPath,
+      agents: [...this.agents.keys()].map(
+        (name) =>
+          this.probes.find((p) => p.name === name) ?? { name, kind: this.agents.get(name)!.kind, available: null },
+      ),
+      ...this.engine.health(),
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closing ??= (async () => {
+      clearInterval(this.sweepTimer);
+      await this.engine.close();
+      for (const s of this.sessions.values()) await s.transport.close().catch(() => {});
+      this.sessions.clear();
+      this.http.closeAllConnections();
+      if (this.http.listening) await new Promise<void>((r) => this.http.close(() => r()));
+      this.store.close();
+      this.lease.release();
+      this.logger.info('hub stopped');
+      this.resolveClosed();
+    })();
+    return this.closing;
+  }
+
+  // ------------------------------------------------------------ HTTP
+
+  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    // DNS-rebinding defence (HB-2, SE-3): only our own loopback host names and no foreign browser origin.
+    if (!this.hostAllowed(req.headers.host)) return sendJson(res, 403, { error: 'host not allowed' });
+    const origin = req.headers.origin;
+    if (origin !== undefined && !this.originAllowed(origin)) return sendJson(res, 403, { error: 'origin not allowed' });
+
+    if (url.pathname === '/healthz') return sendJson(res, 200, { ok: true });
+    if (url.pathname.startsWith('/control/')) return this.control(req, res, url.pathname);
+    const m = /^\/mcp\/([a-z][a-z0-9-]{0,39})\/?$/.exec(url.pathname);
+    if (m) return this.mcp(req, res, m[1]!);
+    return sendJson(res, 404, { error: 'not found' });
+  }
+
+  private async control(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+    if (!bearerMatches(req, this.controlToken)) return unauthorized(res);
+    if (path === '/control/health' && req.method === 'GET') return sendJson(res, 200, this.health());
+    if (path === '/control/stop' && req.method === 'POST') {
+      sendJson(res, 202, { stopping: true });
+      setImmediate(() => void this.close());
+      return;
+    }
+    return sendJson(res, 404, { error: 'not found' });
+  }
+
+  private async mcp(req: IncomingMessage, res: ServerResponse, caller: string): Promise<void> {
+    const expected = this.callerTokens.get(caller);
+    // Unknown callers get the same answer as a wrong token: the endpoint list is not probeable.
+    if (!expected || !bearerMatches(req, expected)) return unauthorized(res);
+
+    let body: unknown;
+    if (req.method === 'POST') {
+      const read = await readBody(req);
+      if (read.tooLarge)
+        return sendJson(res, 413, jsonRpcError(-32600, `request body exceeds ${MAX_BODY_BYTES} bytes`));
+      try {
+        body = JSON.parse(read.text);
+      } catch {
+        return sendJson(res, 400, jsonRpcError(-32700, 'parse error: the body is not JSON'));
+      }
+    }
+    const sid = req.headers['mcp-session-id'];
+    if (typeof sid === 'string') {
+      const session = this.sessions.get(sid);
+      // A session of another caller is reported as unknown (SE-3).
+      if (!session || session.caller !== caller) return sendJson(res, 404, jsonRpcError(-32001, 'session not found'));
+      session.lastSeen = Date.now();
+      await session.transport.handleRequest(req, res, body);
+      return;
+    }
+    if (req.method !== 'POST' || !isInitializeRequest(body)) {
+      return sendJson(res, 400, jsonRpcError(-32000, 'no MCP session: send initialize first'));
+    }
+    const server = new Server({ name: 'baton-hub', version: BATON_VERSION }, { capabilities: { tools: {} } });
+    serveTools(server, hubTools(this.engine, caller));
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        this.sessions.set(id, { caller, transport, server, lastSeen: Date.now() });
+      },
+      onsessionclosed: (id) => {
+        this.sessions.delete(id);
+      },
+    });
+    // Losing the connection drops the MCP session only; tasks keep running (HB-6).
+    transport.onclose = () => {
+      if (transport.sessionId) this.sessions.delete(transport.sessionId);
+    };
+    await server.connect(transport);
+    await transport.handleRequest(req, res, body);
+  }
+
+  private sweepSessions(): void {
+    const cutoff = Date.now() - SESSION_IDLE_MS;
+    for (const [id, s] of this.sessions) {
+      if (s.lastSeen < cutoff) {
+        this.sessions.delete(id);
+        void s.transport.close();
+      }
+    }
+  }
+
+  private hostAllowed(host: string | undefined): boolean {
+    if (!host) return false;
+    const port = this.port;
+    const names = new Set(['127.0.0.1', 'localhost', '[::1]', this.config.listen.host]);
+    return [...names].some((n) => host === `${n}:${port}`);
+  }
+
+  private originAllowed(origin: string): boolean {
+    const port = this.port;
+    return ['127.0.0.1', 'localhost', '[::1]', this.config.listen.host].some((n) => origin === `http://${n}:${port}`);
+  }
+}
+
+function digest(token: string): Buffer {
+  return createHash('sha256').update(token).digest();
+}
+
+/** Constant-time bearer check (SE-3): compares fixed-length digests. */
+function bearerMatches(req: IncomingMessage, expected: Buffer): boolean {
+  const header = req.headers.authorization;
+  if (!header) return false;
+  const m = /^Bearer ([^\s]+)$/i.exec(header);
+  if (!m) return false;
+  return timingSafeEqual(digest(m[1]!), expected);
+}
+
+function unauthorized(res: ServerResponse): void {
+  res.setHeader('www-authenticate', 'Bearer realm="baton"');
+  sendJson(res, 401, { error: 'missing or invalid bearer token' });
+}
+
+function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function jsonRpcError(code: number, message: string) {
+  return { jsonrpc: '2.0', id: null, error: { code, message } };
+}
+
+async function readBody(req: IncomingMessage): Promise<{ text: string; tooLarge: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) {
+      req.resume();
+      return { text: '', tooLarge: true };
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return { text: Buffer.concat(chunks).toString('utf8'), tooLarge: false };
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p.finally(() => clearTimeout(timer)),
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(message)), ms);
+    }),
+  ]);
+}

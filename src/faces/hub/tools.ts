@@ -1,0 +1,114 @@
+// The hub's MCP tools (HB-3): strict schemas, bounded sizes, caller identity from the endpoint only.
+import { z } from 'zod';
+import { type Engine, EngineError, MAX_EVENT_PAGE, MAX_LIST_PAGE, MAX_WAIT_MS } from '../../core/engine.ts';
+import { redactError } from '../../lib/redact.ts';
+import { defineTool, jsonResult, type ToolDef, toolError } from '../mcp-tools.ts';
+
+/** A prompt is at most this many UTF-16 code units (256 KiB of ASCII). */
+export const MAX_PROMPT_LENGTH = 262_144;
+export const MAX_KEY_LENGTH = 200;
+const MAX_PATH_LENGTH = 4_096;
+
+const taskId = z.string().min(1).max(100).describe('The task id returned by agent_run.');
+const prompt = z.string().min(1, 'prompt must not be empty').max(MAX_PROMPT_LENGTH);
+const idempotencyKey = z
+  .string()
+  .min(1)
+  .max(MAX_KEY_LENGTH)
+  .describe('A key unique to this request; retrying with the same key and payload returns the same task.');
+const cursor = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+async function guarded(fn: () => unknown | Promise<unknown>) {
+  try {
+    return jsonResult((await fn()) as Record<string, unknown>);
+  } catch (err) {
+    if (err instanceof EngineError) return toolError(err.message, { code: err.code });
+    return toolError(redactError(err), { code: 'internal' });
+  }
+}
+
+export function hubTools(engine: Engine, caller: string): ToolDef[] {
+  return [
+    defineTool({
+      name: 'agent_run',
+      description:
+        'Delegate a task to another agent. Returns at once with a taskId; follow it with agent_wait/agent_status and read the answer with agent_result.',
+      input: z
+        .object({
+          agent: z
+            .string()
+            .min(1)
+            .max(64)
+            .optional()
+            .describe('Target agent; may be omitted when only one is reachable.'),
+          prompt,
+          cwd: z.string().min(1).max(MAX_PATH_LENGTH).describe('Absolute directory inside an authorised root.'),
+          idempotencyKey,
+          isolation: z
+            .enum(['none', 'worktree'])
+            .optional()
+            .describe(
+              '"worktree" runs the task in a new git worktree on branch baton/<taskId>; baton never merges it.',
+            ),
+          model: z.string().min(1).max(128).optional(),
+          effort: z.string().min(1).max(32).optional(),
+        })
+        .strict(),
+      annotations: { destructiveHint: false, idempotentHint: true, openWorldHint: true },
+      handler: (args) => guarded(() => engine.run(caller, args)),
+    }),
+    defineTool({
+      name: 'agent_status',
+      description: 'State, rounds, result summary, git snapshots and a page of events after `after`.',
+      input: z
+        .object({ taskId, after: cursor.optional(), limit: z.number().int().min(1).max(MAX_EVENT_PAGE).optional() })
+        .strict(),
+      annotations: { readOnlyHint: true },
+      handler: (args) => guarded(() => engine.status(caller, args.taskId, args.after, args.limit)),
+    }),
+    defineTool({
+      name: 'agent_wait',
+      description: `Wait (at most ${MAX_WAIT_MS / 1000} s) for events after \`after\` or a terminal state; pass the returned nextCursor next time.`,
+      input: z
+        .object({ taskId, after: cursor.optional(), timeoutMs: z.number().int().min(0).max(MAX_WAIT_MS).optional() })
+        .strict(),
+      annotations: { readOnlyHint: true },
+      handler: (args, extra) =>
+        guarded(() => engine.wait(caller, args.taskId, args.after, args.timeoutMs ?? MAX_WAIT_MS, extra.signal)),
+    }),
+    defineTool({
+      name: 'agent_result',
+      description: 'The final answer of the latest round, paged in 32,768 code points; pass nextOffset until done.',
+      input: z.object({ taskId, offset: cursor.optional() }).strict(),
+      annotations: { readOnlyHint: true },
+      handler: (args) => guarded(() => engine.result(caller, args.taskId, args.offset)),
+    }),
+    defineTool({
+      name: 'agent_continue',
+      description: 'Start another round in the same agent session. Refused while a round is running.',
+      input: z.object({ taskId, prompt, idempotencyKey }).strict(),
+      annotations: { destructiveHint: false, idempotentHint: true, openWorldHint: true },
+      handler: (args) => guarded(() => engine.continue(caller, args)),
+    }),
+    defineTool({
+      name: 'agent_cancel',
+      description:
+        'Cancel queued work or stop the running round (the agent is asked first, then its processes stopped).',
+      input: z.object({ taskId }).strict(),
+      annotations: { destructiveHint: true, idempotentHint: true },
+      handler: (args) => guarded(() => engine.cancel(caller, args.taskId)),
+    }),
+    defineTool({
+      name: 'agent_list',
+      description: "This caller's tasks, oldest first, paged with a cursor.",
+      input: z
+        .object({
+          cursor: z.string().min(1).max(64).optional(),
+          limit: z.number().int().min(1).max(MAX_LIST_PAGE).optional(),
+        })
+        .strict(),
+      annotations: { readOnlyHint: true },
+      handler: (args) => guarded(() => engine.list(caller, args.cursor, args.limit)),
+    }),
+  ];
+}
