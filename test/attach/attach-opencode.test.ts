@@ -37,6 +37,16 @@ async function ok<T = Record<string, unknown>>(name: string, args: Record<string
   return result.structuredContent as T;
 }
 
+/** Schema violations are JSON-RPC -32602 errors from the standalone server, never tool results (SE-4). */
+async function invalid(name: string, args: Record<string, unknown>, pattern: RegExp): Promise<void> {
+  await assert.rejects(client.callTool({ name, arguments: args }), (err: Error & { code?: number }) => {
+    outputs.push(err.message);
+    assert.equal(err.code, -32602);
+    assert.match(err.message, pattern);
+    return true;
+  });
+}
+
 async function fails(name: string, args: Record<string, unknown>, pattern: RegExp): Promise<string> {
   const result = await call(name, args);
   assert.equal(result.isError, true, `${name} should fail: ${JSON.stringify(result)}`);
@@ -130,11 +140,12 @@ describe('baton attach against a real opencode serve', () => {
       /no path/,
     );
     await fails('connect_harness', { harness: 'opencode', serverUrl: opencode.url, directory: 'relative' }, /absolute/);
-    await fails(
+    await invalid(
       'connect_harness',
       { harness: 'opencode', serverUrl: opencode.url, directory: project, password: 'x' },
-      /nrecognized|Input validation/,
+      /unknown argument\(s\) "password"/,
     );
+    await invalid('connect_harness', { harness: 'gemini', serverUrl: opencode.url, directory: project }, /harness/);
   });
 
   test('lists, reads and sends in the connection directory only; async dispatches and check_reply', async () => {
@@ -204,18 +215,14 @@ describe('baton attach against a real opencode serve', () => {
     });
     assert.deepEqual(status.health, { healthy: true, version: opencode.version });
 
-    await fails(
-      'send_message',
-      { connectionId: id, chatId: mine.id, message: 'x', timeoutSeconds: 0 },
-      /Input validation/,
-    );
-    await fails(
-      'send_message',
-      { connectionId: id, chatId: mine.id, message: 'x', timeoutSeconds: 3601 },
-      /Input validation/,
-    );
-    await fails('check_reply', { dispatchId: dispatch.dispatchId, waitSeconds: 61 }, /Input validation/);
-    await fails('list_chats', { connectionId: id, limit: 0 }, /Input validation/);
+    const base = { connectionId: id, chatId: mine.id, message: 'x' };
+    await invalid('send_message', { ...base, timeoutSeconds: 0 }, /timeoutSeconds/);
+    await invalid('send_message', { ...base, timeoutSeconds: 3601 }, /timeoutSeconds/);
+    await invalid('send_message_async', { ...base, timeoutSeconds: 1.5 }, /timeoutSeconds/);
+    await invalid('check_reply', { dispatchId: dispatch.dispatchId, waitSeconds: 61 }, /waitSeconds/);
+    await invalid('check_reply', { dispatchId: dispatch.dispatchId, waitSeconds: -1 }, /waitSeconds/);
+    await invalid('list_chats', { connectionId: id, limit: 0 }, /limit/);
+    await invalid('send_message', { connectionId: id, chatId: mine.id }, /message/);
 
     await ok('disconnect_harness', { connectionId: id });
     await fails('list_chats', { connectionId: id }, /unknown connectionId/);

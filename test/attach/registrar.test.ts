@@ -71,6 +71,13 @@ describe('CrossHarnessMcpToolRegistrar (LB-4)', () => {
       arguments: { harness: 'opencode', serverUrl: OC, directory: '/srv' },
     })) as CallToolResult;
     assert.ok(!connected.isError);
+    // On a host's McpServer the SDK reports schema violations as tool errors naming the field (SE-4).
+    const invalid = (await client.callTool({
+      name: 'list_chats',
+      arguments: { connectionId: 'c', limit: 0 },
+    })) as CallToolResult;
+    assert.equal(invalid.isError, true);
+    assert.match(JSON.stringify(invalid.content), /-32602.*limit/);
     assert.equal(registrar.connections.list().length, 1);
 
     await assert.rejects(registrar.close(), /still connected/);

@@ -1,17 +1,14 @@
 // The standalone attach server (`baton attach`, LB-4): one McpServer over stdio carrying the nine attach tools.
 // It owns only its server, transport and stdin close handling; tool resources belong to the registrar.
-import { readFileSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { BATON_VERSION } from '../../version.ts';
 import { allowlistFromEnv } from './allowlist.ts';
 import { ConnectionRegistry } from './connections.ts';
 import { redactedError } from './errors.ts';
 import { CrossHarnessMcpToolRegistrar } from './tools.ts';
-
-const PACKAGE_VERSION = (
-  JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
-).version;
 
 export interface CrossHarnessMcpServerOptions {
   /** Approved origins; defaults to BATON_ALLOWED_SERVER_URLS / CROSSHARNESS_ALLOWED_SERVER_URLS. */
@@ -43,7 +40,7 @@ export class CrossHarnessMcpServer {
       new CrossHarnessMcpToolRegistrar(
         new ConnectionRegistry({ allowedServerUrls: opts.allowedServerUrls ?? allowlistFromEnv(env), env }),
       );
-    this.server = new McpServer({ name: 'baton-attach', version: PACKAGE_VERSION });
+    this.server = new McpServer({ name: 'baton-attach', version: BATON_VERSION });
     this.stdin = opts.stdin ?? process.stdin;
     this.stdout = opts.stdout ?? process.stdout;
     this.closedPromise = new Promise((r) => {
@@ -56,6 +53,9 @@ export class CrossHarnessMcpServer {
     if (this.started) throw new Error('CrossHarnessMcpServer.start() may be called only once');
     this.started = true;
     this.registrar.register(this.server);
+    // This server is ours alone: invalid arguments become JSON-RPC -32602 errors instead of tool results (SE-4).
+    this.server.server.removeRequestHandler('tools/call');
+    this.server.server.setRequestHandler(CallToolRequestSchema, this.registrar.strictCallHandler());
     this.transport = new StdioServerTransport(this.stdin, this.stdout);
     this.server.server.onclose = () => {
       this.serverClosed = true;

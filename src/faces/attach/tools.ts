@@ -1,9 +1,18 @@
 // The nine attach tools (AT-1): names, inputs, defaults and bounds of the crossharness contract, on any McpServer.
 // Schemas are strict (unknown keys refused, every string and number bounded, SE-4); handlers only call the registries.
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  type CallToolRequest,
+  type CallToolResult,
+  ErrorCode,
+  McpError,
+  type ServerNotification,
+  type ServerRequest,
+} from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { redact } from '../../lib/redact.ts';
+import { describeIssues } from '../mcp-tools.ts';
 import { MAX_SERVER_URL_LENGTH } from './allowlist.ts';
 import { type ConnectionRegistry, HARNESSES, MAX_DIRECTORY_LENGTH } from './connections.ts';
 import { DispatchRegistry } from './dispatches.ts';
@@ -244,6 +253,32 @@ export class CrossHarnessMcpToolRegistrar {
     }
     this.server = server;
     this.registered = added;
+  }
+
+  /**
+   * A tools/call handler for a server this package owns outright (the standalone `baton attach`): arguments are checked
+   * against the strict schemas first, so a violation is a JSON-RPC -32602 error rather than a tool result (SE-4).
+   * A host's shared McpServer keeps the SDK's own handling, which reports violations as tool errors.
+   */
+  strictCallHandler(): (
+    request: CallToolRequest,
+    extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+  ) => Promise<CallToolResult> {
+    const handlers = attachToolHandlers(this.connections, this.dispatches);
+    return async (request, extra) => {
+      const name = request.params.name as AttachToolName;
+      const schema = Object.hasOwn(TOOL_SCHEMAS, name) ? TOOL_SCHEMAS[name] : undefined;
+      if (!schema || this.registered.length === 0)
+        throw new McpError(ErrorCode.InvalidParams, `unknown tool "${String(request.params.name).slice(0, 80)}"`);
+      const parsed = schema.safeParse(request.params.arguments ?? {});
+      if (!parsed.success)
+        throw new McpError(ErrorCode.InvalidParams, `invalid arguments for ${name}: ${describeIssues(parsed.error)}`);
+      try {
+        return ok(await handlers[name](parsed.data as never, extra.signal));
+      } catch (err) {
+        return fail(err);
+      }
+    };
   }
 
   async close(): Promise<void> {
