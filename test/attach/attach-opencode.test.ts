@@ -151,6 +151,7 @@ describe('baton attach against a real opencode serve', () => {
   test('lists, reads and sends in the connection directory only; async dispatches and check_reply', async () => {
     const mine = await opencode.client.createSession({ title: 'mine' }, { directory: project });
     const theirs = await opencode.client.createSession({ title: 'theirs' }, { directory: otherProject });
+    const leaky = await opencode.client.createSession({ title: 'leaky' }, { directory: project });
     const { connection } = await ok<{ connection: { connectionId: string; serverUrl: string } }>('connect_harness', {
       harness: 'opencode',
       serverUrl: opencode.url.slice(0, -1),
@@ -168,10 +169,7 @@ describe('baton attach against a real opencode serve', () => {
     assert.equal(connections.length, 1);
 
     const { chats } = await ok<{ chats: { chatId: string; directory: string }[] }>('list_chats', { connectionId: id });
-    assert.deepEqual(
-      chats.map((c) => c.chatId),
-      [mine.id],
-    );
+    assert.deepEqual(chats.map((c) => c.chatId).sort(), [mine.id, leaky.id].sort());
     await fails('read_chat', { connectionId: id, chatId: theirs.id }, /does not belong/);
     await fails('send_message', { connectionId: id, chatId: theirs.id, message: 'hi' }, /does not belong/);
 
@@ -182,6 +180,15 @@ describe('baton attach against a real opencode serve', () => {
       message: 'say hello',
     });
     assert.equal(sent.reply, 'Hello from OpenCode');
+
+    // A reply quoting the server password comes back redacted, in the text and the structured result (SE-1).
+    mock.script.push({ type: 'text', chunks: [`the password is ${opencode.password}`] });
+    const quoted = await ok<{ reply: string }>('send_message', {
+      connectionId: id,
+      chatId: leaky.id,
+      message: 'leak it',
+    });
+    assert.equal(quoted.reply, 'the password is [redacted]');
 
     const { chat } = await ok<{ chat: { messages: { role: string; text: string }[] } }>('read_chat', {
       connectionId: id,

@@ -128,13 +128,19 @@ const DESCRIPTIONS: Record<AttachToolName, string> = {
 type Handler = (args: never, signal: AbortSignal) => Promise<unknown>;
 
 function ok(value: unknown): CallToolResult {
-  const structured = (
-    typeof value === 'object' && value !== null && !Array.isArray(value) ? value : { result: value }
+  // Chat text comes from the harness and may quote anything: every string is redacted, in both representations.
+  const structured = redactStrings(
+    typeof value === 'object' && value !== null && !Array.isArray(value) ? value : { result: value },
   ) as Record<string, unknown>;
-  return {
-    content: [{ type: 'text', text: redact(JSON.stringify(structured, null, 2)) }],
-    structuredContent: structured,
-  };
+  return { content: [{ type: 'text', text: JSON.stringify(structured, null, 2) }], structuredContent: structured };
+}
+
+function redactStrings(value: unknown): unknown {
+  if (typeof value === 'string') return redact(value);
+  if (Array.isArray(value)) return value.map(redactStrings);
+  if (typeof value === 'object' && value !== null)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactStrings(v)]));
+  return value;
 }
 
 function fail(err: unknown): CallToolResult {
