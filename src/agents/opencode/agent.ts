@@ -53,7 +53,9 @@ export const openCodeAgentKind = {
   create: (name: string, config: OpenCodeAgentConfig, ctx: AgentContext): Agent => new OpenCodeAgent(name, config, ctx),
 };
 
+// AG-7: no project opencode.json (it could add MCP servers or plugins), no Claude Code compatibility, no downloads.
 const QUIET_ENV = {
+  OPENCODE_DISABLE_PROJECT_CONFIG: '1',
   OPENCODE_DISABLE_AUTOUPDATE: '1',
   OPENCODE_DISABLE_SHARE: '1',
   OPENCODE_DISABLE_LSP_DOWNLOAD: '1',

@@ -14,6 +14,7 @@ import type { Turn } from '../../generated/codex/v2/Turn.ts';
 import type { TurnInterruptParams } from '../../generated/codex/v2/TurnInterruptParams.ts';
 import type { TurnStartParams } from '../../generated/codex/v2/TurnStartParams.ts';
 import type { TurnStartResponse } from '../../generated/codex/v2/TurnStartResponse.ts';
+import { BATON_VERSION } from '../../version.ts';
 import { AttachError } from './errors.ts';
 import {
   type ChatMessage,
@@ -83,7 +84,7 @@ class CodexConnection implements HarnessConnection {
     });
     this.client = new CodexAppServerClient({
       transport: { type: 'websocket', url: req.origin, token: req.credentials.codexToken },
-      clientInfo: { name: 'baton-attach', title: 'baton attach', version: '1' },
+      clientInfo: { name: 'baton-attach', title: 'baton attach', version: BATON_VERSION },
       ignoredServerRequestMethods: IGNORED_SERVER_REQUESTS,
       initializeTimeoutMs: CODEX_INITIALIZE_TIMEOUT_MS,
       onNotification: (n) => this.onNotification(n.method, n.params),
