@@ -1,7 +1,7 @@
 // The OpenCode hub agent (AG-3) against the real `opencode serve` baton starts itself, pointed at the suite's
 // chat-completions mock: text, tool lifecycle, usage, cancel (abort) and resume of a saved session.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -59,7 +59,17 @@ describe('opencode hub agent (AG-3)', () => {
     assert.equal(mock.server.requests.length, before);
   });
 
-  test('a round streams tool lifecycle, usage and the final message; cancel aborts; resume continues the session', async () => {
+  test('a round streams tool lifecycle, usage and the final message; cancel aborts; resume continues the session', async (t) => {
+    // The user's OpenCode login (AG-9): copied into the private home, written back on close if opencode rotated it.
+    const userAuth = join(root, 'user-data', 'opencode', 'auth.json');
+    mkdirSync(join(root, 'user-data', 'opencode'), { recursive: true });
+    writeFileSync(userAuth, JSON.stringify({ mock: { type: 'api', key: 'login-1' } }));
+    const savedDataHome = process.env.XDG_DATA_HOME;
+    process.env.XDG_DATA_HOME = join(root, 'user-data');
+    t.after(() => {
+      if (savedDataHome === undefined) delete process.env.XDG_DATA_HOME;
+      else process.env.XDG_DATA_HOME = savedDataHome;
+    });
     const a = agent();
     const session = await a.openSession({
       cwd: project,
@@ -69,6 +79,9 @@ describe('opencode hub agent (AG-3)', () => {
     assert.match(session.id ?? '', /^ses_/);
     const home = join(root, 'state', 'homes', 'opencode', 'oc');
     assert.equal(statSync(home).mode & 0o777, 0o700);
+    const privateAuth = join(home, 'data', 'opencode', 'auth.json');
+    assert.equal(readFileSync(privateAuth, 'utf8'), readFileSync(userAuth, 'utf8'));
+    assert.equal(statSync(privateAuth).mode & 0o777, 0o600);
 
     mock.script.push(
       { type: 'toolCall', name: 'read', args: { filePath: join(project, 'notes.txt') } },
@@ -122,7 +135,10 @@ describe('opencode hub agent (AG-3)', () => {
     assert.deepEqual(cancelled.at(-1), { kind: 'end', outcome: 'cancelled', acknowledged: true });
     gate.open();
     const id = session.id!;
+    const rotated = JSON.stringify({ mock: { type: 'api', key: 'login-2' } });
+    writeFileSync(privateAuth, rotated);
     await session.close();
+    assert.equal(readFileSync(userAuth, 'utf8'), rotated, 'the rotated login is written back once opencode exited');
 
     mock.script.push({ type: 'text', chunks: ['still here'] });
     const resumed = await a.openSession({

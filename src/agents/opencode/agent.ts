@@ -2,10 +2,10 @@
 // `opencode serve` (127.0.0.1, a port the OS picks, a random password, an isolated home: AG-9) or it uses a server the
 // user runs (`serverUrl`). A round is one message in one session; cancel is the session abort; events come from the
 // server's event stream.
-import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { type AuthMirror, mirrorAuthFile } from '../../lib/auth-mirror.ts';
 import { readLines } from '../../lib/jsonl.ts';
 import type { Logger } from '../../lib/log.ts';
 import { ensurePrivateDir, writePrivateFile } from '../../lib/private-fs.ts';
@@ -102,15 +102,23 @@ export class OpenCodeAgent implements Agent {
     if (this.config.serverUrl) {
       client = this.remoteClient();
     } else {
+      const home = this.prepareHome();
       const server = await startOpenCodeServer({
         binary: this.config.binary ?? 'opencode',
-        env: this.isolatedEnv(),
+        env: home.env,
         cwd: opts.cwd,
         signal: opts.signal,
         onProcessGroup: opts.onProcessGroup,
+      }).catch((err) => {
+        home.auth.writeBack();
+        throw err;
       });
       client = server.client;
-      stop = server.stop;
+      stop = async () => {
+        await server.stop();
+        // Only once opencode has exited can its copy of the login no longer change.
+        home.auth.writeBack();
+      };
     }
     try {
       const directory = opts.cwd;
@@ -143,11 +151,13 @@ export class OpenCodeAgent implements Agent {
   }
 
   /**
-   * AG-9: a private home per agent name (dirs 0700, files 0600) with XDG dirs, a copy of the user's OpenCode auth and a
-   * minimal config that turns off updates and sharing. Sessions persist there, so `resume` works across restarts.
+   * AG-9: a private home per agent name (dirs 0700, files 0600) with XDG dirs, a copy of the user's OpenCode login
+   * (written back on close only under AG-9's rule) and a minimal config that turns off updates and sharing. Sessions
+   * persist there, so `resume` works across restarts.
    */
-  private isolatedEnv(): NodeJS.ProcessEnv {
-    const home = ensurePrivateDir(join(this.ctx.stateDir, 'homes', 'opencode', this.name));
+  private prepareHome(): { env: NodeJS.ProcessEnv; auth: AuthMirror } {
+    const safeName = this.name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
+    const home = ensurePrivateDir(join(this.ctx.stateDir, 'homes', 'opencode', safeName));
     const dirs = {
       HOME: ensurePrivateDir(join(home, 'home')),
       XDG_CONFIG_HOME: ensurePrivateDir(join(home, 'config')),
@@ -156,9 +166,7 @@ export class OpenCodeAgent implements Agent {
       XDG_STATE_HOME: ensurePrivateDir(join(home, 'state')),
     };
     const userAuth = join(process.env.XDG_DATA_HOME || join(homedir(), '.local', 'share'), 'opencode', 'auth.json');
-    if (existsSync(userAuth)) {
-      writePrivateFile(join(dirs.XDG_DATA_HOME, 'opencode', 'auth.json'), readFileSync(userAuth));
-    }
+    const auth = mirrorAuthFile(userAuth, join(ensurePrivateDir(join(dirs.XDG_DATA_HOME, 'opencode')), 'auth.json'));
     const config: Record<string, unknown> = {
       $schema: 'https://opencode.ai/config.json',
       autoupdate: false,
@@ -172,7 +180,7 @@ export class OpenCodeAgent implements Agent {
     const env: NodeJS.ProcessEnv = {};
     for (const [k, v] of Object.entries(process.env))
       if (!k.startsWith('BATON_') && !k.startsWith('OPENCODE_')) env[k] = v;
-    return { ...env, ...dirs, ...QUIET_ENV, ...this.config.env };
+    return { env: { ...env, ...dirs, ...QUIET_ENV, ...this.config.env }, auth };
   }
 }
 
