@@ -235,10 +235,22 @@ class OpenCodeSession implements AgentSession {
         abortedAt = Date.now();
         await this.client.abort(this.id, { directory: this.directory }).catch(() => false);
       };
-      opts.signal.addEventListener('abort', () => void abortTurn(), { once: true });
+      // The abort wakes the wait below at once, so an OpenCode that never answers it still ends the turn after the grace.
+      const aborted = new Promise<'abort'>((resolve) => {
+        const onAbort = () => {
+          void abortTurn();
+          resolve('abort');
+        };
+        if (opts.signal.aborted) onAbort();
+        else opts.signal.addEventListener('abort', onAbort, { once: true });
+        stream.signal.addEventListener('abort', () => opts.signal.removeEventListener('abort', onAbort), {
+          once: true,
+        });
+      });
       for (;;) {
         const graceLeft = abortedAt === undefined ? undefined : abortedAt + this.opts.cancelGraceMs - Date.now();
-        const next = await raceTimeout(pending, graceLeft);
+        const next = await raceTimeout(abortedAt === undefined ? Promise.race([pending, aborted]) : pending, graceLeft);
+        if (next === 'abort') continue;
         if (next === 'timeout') {
           outcome = 'cancelled';
           acknowledged = false;
