@@ -1,6 +1,7 @@
 // The registry of agent kinds. A new kind is one folder under src/agents/ and one line here.
 import type { z } from 'zod';
 import type { Agent, AgentContext } from './agent.ts';
+import { claudeKind } from './claude/index.ts';
 import { codexAgentKind } from './codex/index.ts';
 import { openCodeAgentKind } from './opencode/agent.ts';
 
@@ -11,6 +12,7 @@ export interface AgentKind<S extends z.ZodType = z.ZodType> {
 }
 
 export const AGENT_KINDS: Record<string, AgentKind> = {
+  claude: claudeKind as AgentKind,
   codex: codexAgentKind as AgentKind,
   opencode: openCodeAgentKind as AgentKind,
 };

@@ -9,7 +9,7 @@ import { isGroupAlive, stopGroup } from '../lib/process-group.ts';
 import { redactError } from '../lib/redact.ts';
 import { cutCodePoints, statusLine, stripTerminalControls } from '../lib/text.ts';
 import { Deadline, type DeadlineExceededError } from './deadlines.ts';
-import { addWorktree, gitToplevel, snapshot } from './git.ts';
+import { addWorktree, gitToplevel, gitToplevelSync, snapshot } from './git.ts';
 import { type LockScope, WorkspaceLocks } from './locks.ts';
 import { keepTail, MAX_RESULT_BYTES, pageText } from './paging.ts';
 import type { Store } from './store.ts';
@@ -296,7 +296,13 @@ export class Engine {
     const controller = new AbortController();
     const entry: ActiveRound = { round, controller, cancelRequested: false, done: Promise.resolve() };
     this.active.set(taskId, entry);
-    entry.done = this.execute(taskId, round, entry)
+    // The lock queue position is taken now, in admission order (TE-9); worktree-isolated tasks need no lock.
+    const task = this.mustGet(taskId);
+    const locked =
+      task.isolation === 'worktree'
+        ? Promise.resolve(true)
+        : this.locks.acquire(taskId, lockScope(task.workdir), controller.signal);
+    entry.done = this.execute(taskId, round, entry, locked)
       .catch((err) => {
         this.opts.logger.error('round failed unexpectedly', { taskId, round, error: redactError(err) });
         const t = this.store.getTask(taskId);
@@ -308,15 +314,13 @@ export class Engine {
       });
   }
 
-  private async execute(taskId: string, n: number, entry: ActiveRound): Promise<void> {
+  private async execute(taskId: string, n: number, entry: ActiveRound, locked: Promise<boolean>): Promise<void> {
     let task = this.mustGet(taskId);
     const signal = entry.controller.signal;
     if (task.isolation === 'worktree' && task.workdir === task.cwd) {
       task = await this.prepareWorktree(task);
     }
-    if (task.isolation !== 'worktree') {
-      await this.locks.acquire(taskId, await lockScope(task.workdir), signal);
-    }
+    await locked;
     if (signal.aborted) {
       if (!entry.cancelRequested) this.finishRound(taskId, n, this.abortOutcome(entry, undefined, undefined));
       return;
@@ -346,15 +350,14 @@ export class Engine {
     });
     // If the agent does not stop by itself after an abort, its process group is stopped (TE-8).
     let forceTimer: NodeJS.Timeout | undefined;
-    signal.addEventListener(
-      'abort',
-      () => {
-        forceTimer = setTimeout(() => void entry.session?.close(), this.opts.cancelGraceMs + 1_000);
-      },
-      { once: true },
-    );
+    const armForceStop = () => {
+      forceTimer = setTimeout(() => void entry.session?.close(), this.opts.cancelGraceMs + 1_000);
+    };
+    if (signal.aborted) armForceStop();
+    else signal.addEventListener('abort', armForceStop, { once: true });
     try {
       if (!agent) throw new Error(`agent "${task.agent}" is not configured on this hub`);
+      if (signal.aborted) throw new Error('stopped before the agent started');
       entry.session = await agent.openSession({
         cwd: task.workdir,
         sandbox: this.opts.sandbox ?? 'workspace-write',
@@ -364,7 +367,7 @@ export class Engine {
         signal,
         onProcessGroup: (pgid) => this.store.addWorker({ pgid, taskId, leaderStart: leaderStartTime(pgid) }, now()),
       });
-      if (entry.session.id && entry.session.id !== task.sessionId) this.recordSession(taskId, n, entry.session.id);
+      if (entry.session.id) this.recordSession(taskId, n, entry.session.id);
       for await (const ev of entry.session.turn(round.prompt, { signal })) {
         deadline.touch();
         if (ev.kind === 'end') {
@@ -424,7 +427,9 @@ export class Engine {
       return { state: 'interrupted', error: 'the daemon was stopped during this round', after };
     }
     const acknowledged = outcome?.outcome === 'cancelled' && outcome.acknowledged !== false;
-    return { state: 'cancelled', error: 'cancelled by the caller', after, abandoned: outcome ? !acknowledged : true };
+    // A turn that never started cannot be abandoned; one that ended without the agent's acknowledgement is.
+    const abandoned = entry.session ? !acknowledged : false;
+    return { state: 'cancelled', error: 'cancelled by the caller', after, abandoned };
   }
 
   private async closeSession(taskId: string, session: AgentSession | undefined): Promise<void> {
@@ -486,6 +491,7 @@ export class Engine {
   }
 
   private recordSession(taskId: string, n: number, sessionId: string): void {
+    if (this.store.getTask(taskId)?.sessionId === sessionId) return;
     this.store.tx(() => {
       this.store.setSessionId(taskId, sessionId);
       this.store.appendEvent(taskId, { time: now(), round: n, kind: 'session', sessionId });
@@ -710,9 +716,9 @@ function payloadHash(payload: Record<string, unknown>): string {
   return createHash('sha256').update(JSON.stringify(payload)).digest('hex');
 }
 
-async function lockScope(dir: string): Promise<LockScope> {
+function lockScope(dir: string): LockScope {
   const real = realpathSync(dir);
-  const top = await gitToplevel(real);
+  const top = gitToplevelSync(real);
   return { dir: real, worktree: top ? realpathSync(top) : null };
 }
 

@@ -1,6 +1,6 @@
 // Git snapshots around each round (TE-10) and worktree isolation (TE-9). baton only reads repositories and adds
 // worktrees; it never commits, merges, resets, reverts or cleans.
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -31,6 +31,20 @@ export type GitSnapshot =
 export async function gitToplevel(dir: string): Promise<string | null> {
   try {
     return (await git(dir, ['rev-parse', '--show-toplevel'])).trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+/** Synchronous variant for admission, where the lock queue position must be taken in the same tick. */
+export function gitToplevelSync(dir: string): string | null {
+  try {
+    const out = execFileSync('git', ['-C', dir, 'rev-parse', '--show-toplevel'], {
+      timeout: GIT_TIMEOUT_MS,
+      stdio: ['ignore', 'pipe', 'ignore'],
+      env: { ...process.env, GIT_OPTIONAL_LOCKS: '0' },
+    });
+    return out.toString('utf8').trim() || null;
   } catch {
     return null;
   }

@@ -1,7 +1,8 @@
 // The `codex` agent (AG-1, AG-6..AG-9) on the real codex 0.169.0 against the Responses mock, created through the
 // registry exactly as the hub does.
 import assert from 'node:assert/strict';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import type { AgentEvent, AgentSession } from '../../src/agents/agent.ts';
@@ -10,6 +11,7 @@ import { createAgent } from '../../src/agents/registry.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { ensurePrivateDir } from '../../src/lib/private-fs.ts';
 import {
+  addFilePatch,
   assistantTexts,
   commentaryThenReply,
   reply,
@@ -33,11 +35,24 @@ async function collect(events: AsyncIterable<AgentEvent>): Promise<AgentEvent[]>
 describe('codex agent', () => {
   test('turns, tools, cancel, resume in a fresh process, isolated home, probe', async (t) => {
     const mock = await startResponsesMock(t);
-    const root = tempDir(t, 'baton-codex-agent-');
+    const root = mkdtempSync(join(tmpdir(), 'baton-codex-agent-'));
+    const sessions: AgentSession[] = [];
+    // Every Codex is stopped before its dirs are removed (Codex rewrites files until it exits).
+    t.after(async () => {
+      await Promise.all(sessions.map((s) => s.close()));
+      rmSync(root, { recursive: true, force: true });
+    });
     const stateDir = ensurePrivateDir(join(root, 'state'));
     const userHome = ensurePrivateDir(join(root, 'user-codex'));
     writeFileSync(join(userHome, 'auth.json'), JSON.stringify({ OPENAI_API_KEY: PLANTED_KEY }), { mode: 0o600 });
     const cwd = ensurePrivateDir(join(root, 'work'));
+    // A repository config that would add an MCP server (and run it) if Codex trusted the project (AG-7).
+    const mcpMarker = join(root, 'project-mcp-server-ran');
+    ensurePrivateDir(join(cwd, '.codex'));
+    writeFileSync(
+      join(cwd, '.codex', 'config.toml'),
+      `[mcp_servers.repo]\ncommand = "/bin/sh"\nargs = ["-c", "touch '${mcpMarker}'"]\n`,
+    );
     const agent = createAgent(
       'codex',
       {
@@ -58,8 +73,6 @@ describe('codex agent', () => {
     );
     assert.equal(agent.kind, 'codex');
 
-    const sessions: AgentSession[] = [];
-    t.after(() => Promise.all(sessions.map((s) => s.close())));
     const open = async (resume?: string) => {
       const pgids: number[] = [];
       const s = await agent.openSession({
@@ -90,7 +103,11 @@ describe('codex agent', () => {
     // 1. Commentary then the final answer.
     mock.push(commentaryThenReply('Looking at the files', 'The first answer'));
     const first = await collect(session.turn('first prompt', { signal: new AbortController().signal }));
-    assert.deepEqual(first[0], { kind: 'session', id: session.id });
+    // The thread id is known when the session opens (session.id), so no `session` event repeats it.
+    assert.equal(
+      first.some((e) => e.kind === 'session'),
+      false,
+    );
     assert.deepEqual(
       first.filter((e) => e.kind === 'commentary'),
       [{ kind: 'commentary', text: 'Looking at the files' }],
@@ -106,6 +123,13 @@ describe('codex agent', () => {
     );
     assert.deepEqual(first.at(-1), { kind: 'end', outcome: 'succeeded' });
     assert.equal(first.filter((e) => e.kind === 'end').length, 1);
+    // The project's own config (and its MCP server) stayed out: the project is marked untrusted in the isolated home.
+    assert.equal(existsSync(mcpMarker), false);
+    assert.ok(!mock.turns[0]!.toolNames.some((name) => name.includes('mcp')), mock.turns[0]!.toolNames.join());
+    assert.match(
+      readFileSync(join(home, 'config.toml'), 'utf8'),
+      new RegExp(`\\[projects\\."${cwd}"\\]\\ntrust_level = "untrusted"`),
+    );
 
     // 2. A shell call: tool lifecycle without the command, its output or its arguments.
     const marker = 'baton-command-marker-4242';
@@ -124,6 +148,19 @@ describe('codex agent', () => {
     // The command really ran: its output went back to the model.
     const afterTool = mock.turns.at(-1)!;
     assert.ok(afterTool.input.some((i) => i.type === 'function_call_output' && String(i.output).includes(marker)));
+
+    // 2b. A patch: lifecycle of family `patch`, the file really written, its path not in the events.
+    mock.push(addFilePatch('patched-by-codex.txt', 'hello patch'), reply('patched'));
+    const patchTurn = await collect(session.turn('edit a file', { signal: new AbortController().signal }));
+    assert.deepEqual(
+      patchTurn.filter((e) => e.kind === 'tool'),
+      [
+        { kind: 'tool', phase: 'start', family: 'patch' },
+        { kind: 'tool', phase: 'end', family: 'patch', ok: true },
+      ],
+    );
+    assert.equal(readFileSync(join(cwd, 'patched-by-codex.txt'), 'utf8'), 'hello patch\n');
+    assert.doesNotMatch(JSON.stringify(patchTurn), /patched-by-codex/);
 
     // 3. Cancel a stalled turn: turn/interrupt is acknowledged within the grace.
     const gate = new Gate();
@@ -159,7 +196,7 @@ describe('codex agent', () => {
     );
     const seen = await mock.waitForTurn(before);
     const users = userTexts(seen);
-    for (const prompt of ['first prompt', 'run a command', 'after the restart'])
+    for (const prompt of ['first prompt', 'run a command', 'edit a file', 'after the restart'])
       assert.ok(users.includes(prompt), prompt);
     assert.ok(assistantTexts(seen).includes('The first answer'));
     await resumed.close();

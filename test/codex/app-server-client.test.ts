@@ -13,6 +13,7 @@ import {
   observeCodexUnixSocket,
   requireCodexVersion,
 } from '../../src/index.ts';
+import { isGroupAlive } from '../../src/lib/process-group.ts';
 import {
   escalatedShellCall,
   httpError,
@@ -265,7 +266,7 @@ describe('over a Unix socket', () => {
     // A path with a space and URL punctuation stays a filesystem path.
     const socketPath = join(fixture.dir, 'app server#1?.sock');
     assert.equal(await observeCodexUnixSocket(socketPath), 'absent');
-    await startAppServer(t, fixture, { listen: `unix://${socketPath}` });
+    const server = await startAppServer(t, fixture, { listen: `unix://${socketPath}` });
     const state = await pollUntil('the published alias', async () => {
       try {
         return (await observeCodexUnixSocket(socketPath)) === 'published' ? 'published' : undefined;
@@ -289,5 +290,19 @@ describe('over a Unix socket', () => {
     const threadId = await startThread(client, fixture);
     const done = await runTurn(client, log, threadId, 'hi');
     assert.equal((done.turn as { status: string }).status, 'completed');
+
+    // close() ends only this connection: the daemon keeps running and keeps its alias published.
+    client.close();
+    assert.equal(isGroupAlive(server.group.pgid), true);
+    assert.equal(await observeCodexUnixSocket(socketPath), 'published');
+    const again = new CodexAppServerClient({
+      transport: { type: 'unix', socketPath },
+      clientInfo,
+      initializeTimeoutMs: 30_000,
+    });
+    await again.connect();
+    const read = (await again.request('thread/read', { threadId })) as { thread: { id: string } };
+    assert.equal(read.thread.id, threadId);
+    again.close();
   });
 });

@@ -1,13 +1,13 @@
 // Shared fixtures for the Codex tests: a Responses mock, an isolated CODEX_HOME pointing at it, and a real
 // `codex app-server` process group (stdio, WebSocket or Unix socket), all cleaned up when the test ends.
 import { once } from 'node:events';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { type ChildGroup, spawnGroup } from '../../src/lib/process-group.ts';
 import { mockCodexEnv, ResponsesMock, type ResponsesStep, writeMockCodexHome } from '../mock-models/responses.ts';
 import { bins } from '../support/bins.ts';
-import { tempDir } from '../support/tmp.ts';
 
 type After = Pick<TestContext, 'after'>;
 
@@ -21,15 +21,22 @@ export interface CodexFixture {
   dir: string;
   codexHome: string;
   workdir: string;
+  /** Servers started on this fixture; stopped before the dir is removed (Codex rewrites files until it exits). */
+  groups: ChildGroup[];
 }
 
 /** A temp dir holding a CODEX_HOME configured for `mock` and an empty working directory. */
 export function codexFixture(t: After, mock: ResponsesMock, opts: { approvalPolicy?: string } = {}): CodexFixture {
-  const dir = tempDir(t, 'baton-codex-');
+  const dir = mkdtempSync(join(tmpdir(), 'baton-codex-'));
+  const groups: ChildGroup[] = [];
+  t.after(async () => {
+    await Promise.all(groups.map((g) => g.stop(2_000)));
+    rmSync(dir, { recursive: true, force: true });
+  });
   const codexHome = writeMockCodexHome(join(dir, 'home'), mock, opts);
   const workdir = join(dir, 'work');
   mkdirSync(workdir, { recursive: true });
-  return { dir, codexHome, workdir };
+  return { dir, codexHome, workdir, groups };
 }
 
 export interface RunningAppServer {
@@ -51,6 +58,7 @@ export async function startAppServer(
     env: mockCodexEnv(fixture.codexHome),
     stdio: ['pipe', 'pipe', 'pipe'],
   });
+  fixture.groups.push(group);
   t.after(() => group.stop(2_000));
   let stderr = '';
   group.child.stderr!.setEncoding('utf8');

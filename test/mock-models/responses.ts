@@ -72,6 +72,17 @@ export function shellCall(
   return functionCall(tool.name, tool.args(command), opts.callId);
 }
 
+/** A patch adding `path` (relative to the cwd) with `content`, as Codex runs it: `apply_patch` through the shell tool. */
+export function addFilePatch(path: string, content: string, callId?: string): ResponsesStep {
+  const body = content
+    .split('\n')
+    .map((line) => `+${line}`)
+    .join('\n');
+  return shellCall(`apply_patch <<'PATCH'\n*** Begin Patch\n*** Add File: ${path}\n${body}\n*** End Patch\nPATCH\n`, {
+    callId,
+  });
+}
+
 /** A shell command the model asks to run outside the sandbox: under `on-request` Codex asks the client to approve. */
 export function escalatedShellCall(command: string, callId?: string): ResponsesStep {
   return functionCall(

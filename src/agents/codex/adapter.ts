@@ -2,7 +2,11 @@
 // One process per session: thread/start (or thread/resume of a saved thread id), turn/start per round, notifications
 // mapped to the normalised events, approvals declined and reported, cancel = turn/interrupt → grace → group stop.
 
-import { CodexAppServerClient, type CodexServerRequest } from '../../codex/app-server-client.ts';
+import {
+  CodexAppServerClient,
+  CodexAppServerRequestError,
+  type CodexServerRequest,
+} from '../../codex/app-server-client.ts';
 import { parseCodexVersion } from '../../codex/version.ts';
 import type { ThreadItem } from '../../generated/codex/v2/ThreadItem.ts';
 import type { ThreadTokenUsageUpdatedNotification } from '../../generated/codex/v2/ThreadTokenUsageUpdatedNotification.ts';
@@ -189,7 +193,6 @@ class CodexSession implements AgentSession {
   private readonly ctx: AgentContext;
   private readonly writeBackAuth: () => boolean;
   private active: ActiveTurn | undefined;
-  private announcedSession = false;
   private lost: Error | undefined;
   private closing: Promise<void> | undefined;
   private readonly lostWaiters = new Set<(err: Error) => void>();
@@ -255,10 +258,6 @@ class CodexSession implements AgentSession {
       finalMessages: [],
     };
     this.active = active;
-    if (!this.announcedSession && this.id) {
-      this.announcedSession = true;
-      queue.push({ kind: 'session', id: this.id });
-    }
     void this.runTurn(active, prompt, opts).then(
       (end) => this.finishTurn(active, end),
       (err) => this.finishTurn(active, { kind: 'end', outcome: 'failed', error: redact(String(err?.message ?? err)) }),
@@ -269,12 +268,9 @@ class CodexSession implements AgentSession {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.client.close();
-      const exitedInTime = await Promise.race([
-        this.group.exited.then(() => true),
-        new Promise<boolean>((r) => setTimeout(() => r(false), EXIT_ON_EOF_GRACE_MS).unref()),
-      ]);
-      if (!exitedInTime) await this.group.stop(EXIT_ON_EOF_GRACE_MS);
-      else await this.group.stop(EXIT_ON_EOF_GRACE_MS); // reaps anything left in the group
+      // Codex exits on stdin EOF; the group stop then only reaps stragglers (or ends a Codex that did not exit).
+      await Promise.race([this.group.exited, new Promise<void>((r) => setTimeout(r, EXIT_ON_EOF_GRACE_MS).unref())]);
+      await this.group.stop(EXIT_ON_EOF_GRACE_MS);
       try {
         if (this.writeBackAuth()) this.ctx.logger.info('codex: rotated login written back to the user auth.json');
       } catch (err) {
@@ -287,10 +283,31 @@ class CodexSession implements AgentSession {
   private async runTurn(active: ActiveTurn, prompt: string, opts: TurnOptions & { effort?: string }) {
     if (this.lost) return endFailed(this.lost.message);
     if (opts.signal.aborted) return { kind: 'end', outcome: 'cancelled', acknowledged: true } as const;
-    const lost = new Promise<Error>((resolve) => this.lostWaiters.add(resolve));
-    const aborted = new Promise<void>((resolve) =>
-      opts.signal.addEventListener('abort', () => resolve(), { once: true }),
-    );
+    let onLost: ((err: Error) => void) | undefined;
+    const lost = new Promise<Error>((resolve) => {
+      onLost = resolve;
+      this.lostWaiters.add(resolve);
+    });
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<void>((resolve) => {
+      onAbort = () => resolve();
+      opts.signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      return await this.driveTurn(active, prompt, opts, lost, aborted);
+    } finally {
+      this.lostWaiters.delete(onLost!);
+      opts.signal.removeEventListener('abort', onAbort!);
+    }
+  }
+
+  private async driveTurn(
+    active: ActiveTurn,
+    prompt: string,
+    opts: TurnOptions & { effort?: string },
+    lost: Promise<Error>,
+    aborted: Promise<void>,
+  ): Promise<AgentEvent> {
     active.queue.push({ kind: 'status', text: 'Starting the turn' });
     const started = this.client
       .request(
@@ -319,8 +336,13 @@ class CodexSession implements AgentSession {
     switch (outcome.type) {
       case 'completed':
         return this.endFromTurn(active, outcome.turn);
-      case 'start_failed':
+      case 'start_failed': {
+        // An uncertain turn/start (sent, no answer) may still run: never let a later turn overlap it.
+        const uncertain =
+          outcome.err instanceof CodexAppServerRequestError && outcome.err.dispatched && outcome.err.code === undefined;
+        if (uncertain) await this.group.stop(EXIT_ON_EOF_GRACE_MS);
         return endFailed(redact(outcome.err.message));
+      }
       case 'lost':
         return endFailed(outcome.err.message);
       case 'aborted':
@@ -362,9 +384,8 @@ class CodexSession implements AgentSession {
       .filter((i) => i.phase !== 'commentary')
       .map((i) => i.text);
     const texts = finals.length ? finals : active.finalMessages;
-    if (turn.status !== 'interrupted') {
-      for (const text of texts) if (text) active.queue.push({ kind: 'message', text });
-    }
+    const text = texts.filter(Boolean).join('\n\n');
+    if (turn.status !== 'interrupted' && text) active.queue.push({ kind: 'message', text });
     switch (turn.status) {
       case 'completed':
         return { kind: 'end', outcome: 'succeeded' };
@@ -549,7 +570,7 @@ export function createCodexAgent(name: string, config: CodexAgentConfig, ctx: Ag
       };
     },
     async openSession(opts: OpenSessionOptions): Promise<AgentSession> {
-      const home = prepareCodexHome(ctx.stateDir, name, config);
+      const home = prepareCodexHome(ctx.stateDir, name, config, { cwd: opts.cwd });
       const group = spawnAppServer(home.dir, opts.cwd);
       if (group.pgid > 0) opts.onProcessGroup?.(group.pgid);
       const spawnFailed = new Promise<never>((_, reject) =>

@@ -2,9 +2,9 @@
 // of the user's auth.json and a minimal config baton writes. One home per configured agent, so that Codex's thread store
 // survives a daemon restart and `thread/resume` finds earlier threads; the user's own ~/.codex is never used directly.
 import { randomBytes } from 'node:crypto';
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { ensurePrivateDir, PRIVATE_FILE_MODE, writePrivateFile } from '../../lib/private-fs.ts';
 import type { CodexAgentConfig, CodexModelProvider } from './config.ts';
 
@@ -20,8 +20,12 @@ export function tomlValue(value: string | number | boolean): string {
   return typeof value === 'string' ? tomlString(value) : String(value);
 }
 
-/** The minimal config: no MCP servers, plugins/apps/hooks/sub-agents off, no update check, no history, no telemetry. */
-export function minimalCodexConfig(config: CodexAgentConfig): string {
+/**
+ * The minimal config: no MCP servers, plugins/apps/hooks/sub-agents off, no update check, no history, no telemetry.
+ * `untrustedProjects` are marked untrusted: Codex otherwise trusts a thread's cwd on its own and then loads the
+ * repository's `.codex/config.toml`, whose MCP servers and hooks would reach the child (AG-7).
+ */
+export function minimalCodexConfig(config: CodexAgentConfig, untrustedProjects: readonly string[] = []): string {
   const lines: string[] = [];
   if (config.model) lines.push(`model = ${tomlString(config.model)}`);
   if (config.modelProvider) lines.push(`model_provider = ${tomlString(config.modelProvider.id)}`);
@@ -53,6 +57,8 @@ export function minimalCodexConfig(config: CodexAgentConfig): string {
     'shell_snapshot = false',
   );
   if (config.modelProvider) lines.push('', ...providerTable(config.modelProvider));
+  for (const project of untrustedProjects)
+    lines.push('', `[projects.${tomlString(project)}]`, 'trust_level = "untrusted"');
   return `# Written by baton for an isolated Codex run; rewritten at every start.\n${lines.join('\n')}\n`;
 }
 
@@ -92,6 +98,38 @@ function sameBytes(a: Buffer | null, b: Buffer | null): boolean {
   return a.equals(b);
 }
 
+/** Untrusted project paths are kept across rewrites, so one session never drops another's (the home is shared). */
+const UNTRUSTED_PROJECTS_FILE = 'baton-untrusted-projects.json';
+export const MAX_UNTRUSTED_PROJECTS = 4096;
+
+function rememberUntrustedProjects(home: string, add: readonly string[]): string[] {
+  const path = join(home, UNTRUSTED_PROJECTS_FILE);
+  let known: string[] = [];
+  try {
+    const parsed: unknown = JSON.parse(readFileSync(path, 'utf8'));
+    if (Array.isArray(parsed)) known = parsed.filter((p): p is string => typeof p === 'string');
+  } catch {}
+  const merged = [...new Set([...known.filter((p) => !add.includes(p)), ...add])].slice(-MAX_UNTRUSTED_PROJECTS);
+  writePrivateFile(path, JSON.stringify(merged));
+  return merged;
+}
+
+/** The cwd, its real path, and every ancestor of both: wherever Codex may look for a project root. */
+export function projectPathsOf(cwd: string): string[] {
+  const paths = new Set<string>();
+  let real = cwd;
+  try {
+    real = realpathSync(cwd);
+  } catch {}
+  for (const start of [resolve(cwd), real]) {
+    for (let p = start; ; p = dirname(p)) {
+      paths.add(p);
+      if (dirname(p) === p) break;
+    }
+  }
+  return [...paths];
+}
+
 /** The user's own Codex home (source of auth.json). */
 export function userCodexHome(config: CodexAgentConfig, env: NodeJS.ProcessEnv = process.env): string {
   return config.userCodexHome ?? env.CODEX_HOME ?? join(homedir(), '.codex');
@@ -107,10 +145,16 @@ export interface PreparedHome {
  * Creates (or refreshes) the agent's private home: 0700, config rewritten, auth.json mirrored from the user's home
  * (0600, removed when the user has none). The snapshot taken here decides a later write-back.
  */
-export function prepareCodexHome(stateDir: string, agentName: string, config: CodexAgentConfig): PreparedHome {
+export function prepareCodexHome(
+  stateDir: string,
+  agentName: string,
+  config: CodexAgentConfig,
+  opts: { cwd?: string } = {},
+): PreparedHome {
   const safeName = agentName.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
   const dir = ensurePrivateDir(join(stateDir, 'homes', `codex-${safeName}`));
-  writePrivateFile(join(dir, CONFIG_FILE), minimalCodexConfig(config));
+  const untrusted = rememberUntrustedProjects(dir, opts.cwd ? projectPathsOf(opts.cwd) : []);
+  writePrivateFile(join(dir, CONFIG_FILE), minimalCodexConfig(config, untrusted));
   const canonicalPath = join(userCodexHome(config), AUTH_FILE);
   const isolatedPath = join(dir, AUTH_FILE);
   const snapshot = readOrNull(canonicalPath);

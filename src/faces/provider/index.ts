@@ -5,7 +5,11 @@ export interface ProviderModule {
   run(argv: string[]): Promise<void>;
 }
 
-export const PROVIDERS: Record<string, () => Promise<ProviderModule>> = {};
+export const PROVIDERS: Record<string, () => Promise<ProviderModule>> = {
+  browser: () => import('./browser/server.ts'),
+  claude: () => import('./claude/index.ts'),
+  gemini: () => import('./gemini/index.ts'),
+};
 
 export const DEFAULT_PROVIDER = 'codex';
 

@@ -1,0 +1,272 @@
+// The Claude Code adapter (AG-2): one `claude -p` process per turn. Background turns stream `stream-json`; blocking
+// one-shots read the single `json` result; continuation is `--resume <session_id>`. Every run gets the private
+// config dir of AG-9 and the tool policy of policy.ts.
+import { join } from 'node:path';
+import { MAX_RESULT_BYTES } from '../../core/paging.ts';
+import type { Logger } from '../../lib/log.ts';
+import { redact } from '../../lib/redact.ts';
+import { cutCodePoints, stripTerminalControls } from '../../lib/text.ts';
+import type { Agent, AgentEvent, AgentProbe, AgentSession, OpenSessionOptions, TurnOptions } from '../agent.ts';
+import { captureCli, EventQueue, runCli } from '../cli-process.ts';
+import { ClaudeConfigHome, canonicalClaudeConfigDir } from './home.ts';
+import { type ClaudePolicy, claudeArgs } from './policy.ts';
+import { type ClaudeResult, ClaudeStreamMapper, isClaudeResult, resultFailure } from './stream.ts';
+
+/** The CLI retries failed requests with backoff (401s for over a minute); baton's own deadlines bound runs instead. */
+export const DEFAULT_CLAUDE_MAX_RETRIES = 2;
+/** A `json` result line may carry a 10 MiB answer plus metadata. */
+const MAX_JSON_LINE_BYTES = MAX_RESULT_BYTES + 2 * 1024 * 1024;
+/** Error text shown to callers is cut to this many code points. */
+const MAX_ERROR_CODE_POINTS = 2_000;
+
+export interface ClaudeAgentOptions {
+  /** The `claude` binary (default: `claude` on PATH). */
+  command?: string;
+  model?: string;
+  effort?: string;
+  /** Fixed tool policy; when unset each session's sandbox decides. */
+  policy?: ClaudePolicy;
+  /** Private CLAUDE_CONFIG_DIR for this agent's runs. */
+  homeDir: string;
+  /** The user's Claude config dir whose credentials are copied (default $CLAUDE_CONFIG_DIR or ~/.claude). */
+  userConfigDir?: string;
+  maxRetries?: number;
+  /** Environment the child inherits (default process.env). */
+  env?: NodeJS.ProcessEnv;
+  logger?: Logger;
+  interruptGraceMs?: number;
+  stopGraceMs?: number;
+}
+
+export interface BlockingRunOptions {
+  cwd: string;
+  signal?: AbortSignal;
+  onProcessGroup?: (pgid: number) => void;
+}
+
+export type BlockingRunResult =
+  | { ok: true; text: string; sessionId?: string }
+  | { ok: false; error: string; cancelled?: boolean };
+
+export class ClaudeAgent implements Agent {
+  readonly name: string;
+  readonly kind = 'claude';
+  readonly home: ClaudeConfigHome;
+  private readonly opts: ClaudeAgentOptions;
+
+  constructor(name: string, opts: ClaudeAgentOptions) {
+    this.name = name;
+    this.opts = opts;
+    this.home = new ClaudeConfigHome(opts.homeDir, opts.userConfigDir ?? canonicalClaudeConfigDir(opts.env));
+  }
+
+  get command(): string {
+    return this.opts.command ?? 'claude';
+  }
+
+  /** The child's environment: the user's own (their login, proxies), minus baton's, plus the isolated config dir. */
+  childEnv(): NodeJS.ProcessEnv {
+    const env: NodeJS.ProcessEnv = { ...(this.opts.env ?? process.env) };
+    for (const key of Object.keys(env)) {
+      // baton's own endpoints and tokens never reach a child (AG-7); CLAUDECODE would make it refuse to nest.
+      if (key.startsWith('BATON_') || key === 'CLAUDECODE') delete env[key];
+    }
+    env.CLAUDE_CONFIG_DIR = this.home.dir;
+    env.DISABLE_AUTOUPDATER = '1';
+    env.CLAUDE_CODE_MAX_RETRIES ??= String(this.opts.maxRetries ?? DEFAULT_CLAUDE_MAX_RETRIES);
+    return env;
+  }
+
+  async probe(): Promise<AgentProbe> {
+    const base: AgentProbe = { name: this.name, kind: this.kind, available: false, binary: this.command };
+    const env = this.childEnv();
+    const version = await captureCli(this.command, ['--version'], { env, timeoutMs: 15_000 });
+    if (version.error || version.code !== 0) {
+      return {
+        ...base,
+        detail: version.error
+          ? `cannot run "${this.command}": ${version.error.message}; install Claude Code or set its path`
+          : `"${this.command} --version" exited with code ${version.code}`,
+      };
+    }
+    const parsed = /\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?/.exec(version.stdout);
+    const snapshot = this.home.beginRun();
+    const auth = await captureCli(this.command, ['auth', 'status', '--json'], { env, timeoutMs: 15_000 });
+    this.home.endRun(snapshot);
+    let login: AgentProbe['login'] = 'unknown';
+    try {
+      const status = JSON.parse(auth.stdout) as { loggedIn?: unknown };
+      if (typeof status.loggedIn === 'boolean') login = status.loggedIn ? 'ok' : 'missing';
+    } catch {}
+    return {
+      ...base,
+      available: true,
+      version: parsed?.[0] ?? version.stdout.trim().slice(0, 64),
+      login,
+      detail:
+        login === 'missing'
+          ? 'Claude Code is not logged in: run `claude` once and log in (or set ANTHROPIC_API_KEY)'
+          : undefined,
+    };
+  }
+
+  async openSession(opts: OpenSessionOptions): Promise<AgentSession> {
+    return new ClaudeSession(this, this.opts, opts);
+  }
+
+  /** One blocking `--output-format json` run (P-CL `claude_code`). */
+  async runBlocking(prompt: string, opts: BlockingRunOptions): Promise<BlockingRunResult> {
+    let result: ClaudeResult | undefined;
+    const snapshot = this.home.beginRun();
+    const run = runCli({
+      command: this.command,
+      args: claudeArgs({
+        outputFormat: 'json',
+        policy: this.opts.policy ?? 'read-only',
+        model: this.opts.model,
+        effort: this.opts.effort,
+      }),
+      cwd: opts.cwd,
+      env: this.childEnv(),
+      stdin: prompt,
+      signal: opts.signal,
+      onProcessGroup: opts.onProcessGroup,
+      maxLineBytes: MAX_JSON_LINE_BYTES,
+      onJson: (msg) => {
+        if (isClaudeResult(msg)) result = msg;
+      },
+      interruptGraceMs: this.opts.interruptGraceMs,
+      stopGraceMs: this.opts.stopGraceMs,
+    });
+    const outcome = await run.done;
+    this.home.endRun(snapshot);
+    if (outcome.aborted) return { ok: false, cancelled: true, error: 'the Claude run was cancelled' };
+    const failure = runFailure(this.command, outcome, result);
+    if (failure) return { ok: false, error: failure };
+    const text = result?.result ?? '';
+    if (Buffer.byteLength(text) > MAX_RESULT_BYTES) {
+      return { ok: false, error: `Claude's answer exceeded the ${MAX_RESULT_BYTES}-byte result limit and was dropped` };
+    }
+    return { ok: true, text, sessionId: result?.session_id };
+  }
+}
+
+class ClaudeSession implements AgentSession {
+  private sessionId: string | undefined;
+  private readonly agent: ClaudeAgent;
+  private readonly agentOpts: ClaudeAgentOptions;
+  private readonly opts: OpenSessionOptions;
+  private readonly running = new Set<AbortController>();
+  private readonly finished = new Set<Promise<unknown>>();
+
+  constructor(agent: ClaudeAgent, agentOpts: ClaudeAgentOptions, opts: OpenSessionOptions) {
+    this.agent = agent;
+    this.agentOpts = agentOpts;
+    this.opts = opts;
+    this.sessionId = opts.resume;
+  }
+
+  get id(): string | undefined {
+    return this.sessionId;
+  }
+
+  async *turn(prompt: string, turnOpts: TurnOptions): AsyncIterable<AgentEvent> {
+    const stop = new AbortController();
+    const forward = () => stop.abort();
+    if (turnOpts.signal.aborted || this.opts.signal.aborted) stop.abort();
+    turnOpts.signal.addEventListener('abort', forward, { once: true });
+    this.opts.signal.addEventListener('abort', forward, { once: true });
+    this.running.add(stop);
+    const queue = new EventQueue<AgentEvent>();
+    const mapper = new ClaudeStreamMapper();
+    const snapshot = this.agent.home.beginRun();
+    const run = runCli({
+      command: this.agent.command,
+      args: claudeArgs({
+        outputFormat: 'stream-json',
+        policy: this.agentOpts.policy ?? this.opts.sandbox,
+        resume: this.sessionId,
+        model: this.opts.model ?? this.agentOpts.model,
+        effort: this.opts.effort ?? this.agentOpts.effort,
+      }),
+      cwd: this.opts.cwd,
+      env: this.agent.childEnv(),
+      stdin: prompt,
+      signal: stop.signal,
+      onProcessGroup: this.opts.onProcessGroup,
+      maxLineBytes: MAX_JSON_LINE_BYTES,
+      onJson: (msg) => {
+        for (const ev of mapper.map(msg)) {
+          if (ev.kind === 'session') this.sessionId = ev.id;
+          queue.push(ev);
+        }
+      },
+      interruptGraceMs: this.agentOpts.interruptGraceMs,
+      stopGraceMs: this.agentOpts.stopGraceMs,
+    });
+    const finished = run.done.then((outcome) => {
+      this.agent.home.endRun(snapshot);
+      queue.push(...mapper.closeOpenTools());
+      if (outcome.aborted) {
+        queue.push({ kind: 'end', outcome: 'cancelled', acknowledged: outcome.acknowledged });
+      } else {
+        const failure = runFailure(this.agent.command, outcome, mapper.result);
+        if (failure) queue.push({ kind: 'end', outcome: 'failed', error: failure });
+        else {
+          const text = mapper.result?.result ?? '';
+          if (text) queue.push({ kind: 'message', text });
+          queue.push({ kind: 'end', outcome: 'succeeded' });
+        }
+      }
+      queue.end();
+    });
+    this.finished.add(finished);
+    try {
+      yield* queue;
+    } finally {
+      // A consumer that stops reading early still gets the process stopped and reaped.
+      stop.abort();
+      await finished;
+      this.finished.delete(finished);
+      this.running.delete(stop);
+      turnOpts.signal.removeEventListener('abort', forward);
+      this.opts.signal.removeEventListener('abort', forward);
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const stop of this.running) stop.abort();
+    await Promise.all([...this.finished]);
+  }
+}
+
+/** Why a finished run failed, in redacted, control-free words; undefined when it succeeded. */
+function runFailure(
+  command: string,
+  outcome: Awaited<ReturnType<typeof runCli>['done']>,
+  result: ClaudeResult | undefined,
+): string | undefined {
+  if (outcome.spawnError) {
+    return safeError(`cannot start "${command}": ${outcome.spawnError.message}; install Claude Code or set its path`);
+  }
+  if (outcome.streamError)
+    return safeError(`Claude Code's output broke the framing limits: ${outcome.streamError.message}`);
+  const lastLine = outcome.stderrTail.trim().split('\n').at(-1) ?? '';
+  if (result) {
+    const failure = resultFailure(result);
+    if (failure === undefined) return undefined;
+    // A result without its own text (e.g. an unknown --resume id) explains itself on stderr.
+    const hasText = typeof result.result === 'string' && result.result.trim() !== '';
+    return safeError(!hasText && lastLine ? `${failure}: ${lastLine}` : failure);
+  }
+  const how = outcome.exit.signal ? `signal ${outcome.exit.signal}` : `code ${outcome.exit.code}`;
+  return safeError(`Claude Code exited (${how}) without a result${lastLine ? `: ${lastLine}` : ''}`);
+}
+
+function safeError(text: string): string {
+  return cutCodePoints(redact(stripTerminalControls(text)), MAX_ERROR_CODE_POINTS);
+}
+
+export function claudeHomeDir(stateDir: string, agentName: string): string {
+  return join(stateDir, 'homes', `claude-${agentName.replace(/[^A-Za-z0-9_.-]/g, '_')}`);
+}

@@ -1,0 +1,39 @@
+// The isolated Claude config dir (AG-9): a private CLAUDE_CONFIG_DIR holding a copy of the user's credentials file, so
+// no user-level settings, hooks, MCP servers or plugins reach a run; rotated credentials flow back per credential-copy.
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { ensurePrivateDir, writePrivateFile } from '../../lib/private-fs.ts';
+import { CredentialCopy, type CredentialSnapshot } from '../credential-copy.ts';
+
+export const CREDENTIALS_FILE = '.credentials.json';
+
+/** The user's own Claude config dir: $CLAUDE_CONFIG_DIR, else ~/.claude. */
+export function canonicalClaudeConfigDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env.CLAUDE_CONFIG_DIR || join(env.HOME || homedir(), '.claude');
+}
+
+export class ClaudeConfigHome {
+  readonly dir: string;
+  private readonly credentials: CredentialCopy;
+
+  constructor(dir: string, canonicalDir: string) {
+    this.dir = ensurePrivateDir(dir);
+    this.credentials = new CredentialCopy(join(canonicalDir, CREDENTIALS_FILE), join(this.dir, CREDENTIALS_FILE));
+    const settings = join(this.dir, 'settings.json');
+    if (!existsSync(settings)) writePrivateFile(settings, `${JSON.stringify({ disableAllHooks: true }, null, 2)}\n`);
+  }
+
+  get isolatedCredentials(): string {
+    return this.credentials.isolatedPath;
+  }
+
+  beginRun(): CredentialSnapshot {
+    return this.credentials.begin();
+  }
+
+  /** True when rotated credentials were written back to the user's file. */
+  endRun(snapshot: CredentialSnapshot): boolean {
+    return this.credentials.end(snapshot);
+  }
+}

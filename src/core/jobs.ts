@@ -1,0 +1,409 @@
+// An in-memory, bounded table of background jobs over the Agent interface, for provider faces whose jobs live and die
+// with one MCP connection (P-CL background reviews, later the Codex provider's jobs). Each job is one turn of one
+// session. Limits, long-poll cursors, result paging, commentary tail, deadlines and cancellation are the engine's
+// rules (TE-2, TE-4, TE-5, TE-7, TE-8) applied without a store.
+import { randomUUID } from 'node:crypto';
+import type { Agent, AgentEvent, Sandbox } from '../agents/agent.ts';
+import type { Logger } from '../lib/log.ts';
+import { silentLogger } from '../lib/log.ts';
+import { DEFAULT_STOP_GRACE_MS, stopGroup } from '../lib/process-group.ts';
+import { redact } from '../lib/redact.ts';
+import { cutCodePoints, statusLine, stripTerminalControls } from '../lib/text.ts';
+import { Deadline } from './deadlines.ts';
+import { keepTail, MAX_RESULT_BYTES, pageTail, pageText, type TailPage, type TextPage } from './paging.ts';
+import { Waiters } from './waiters.ts';
+
+/** Jobs running at once (P-CL, P-CX). */
+export const MAX_ACTIVE_JOBS = 8;
+/** Jobs kept in the table, terminal ones included. */
+export const MAX_KEPT_JOBS = 32;
+/** How long a terminal job stays readable. */
+export const TERMINAL_RETENTION_MS = 60 * 60 * 1000;
+/** Upper bound of a status long-poll. */
+export const MAX_STATUS_WAIT_MS = 60_000;
+/** Phase lines remembered per job (older ones are summarised by the latest status). */
+const KEPT_PHASES = 50;
+/** Phase lines returned by one status read. */
+const PHASES_PER_READ = 20;
+const MAX_ERROR_CODE_POINTS = 2_000;
+
+export type JobState = 'running' | 'completed' | 'failed' | 'cancelled';
+
+export interface JobSpec {
+  agent: Agent;
+  prompt: string;
+  cwd: string;
+  sandbox: Sandbox;
+  model?: string;
+  effort?: string;
+  /** Shown in lifecycle status lines, e.g. "Claude". */
+  label: string;
+}
+
+export interface JobStatusView {
+  jobId: string;
+  state: JobState;
+  /** Pass back as `cursor` to wait for what comes next. */
+  cursor: number;
+  /** The latest sanitised phase (TE-6). */
+  status: string;
+  /** Phases after the caller's cursor, oldest first (at most 20). */
+  phases: string[];
+  done: boolean;
+  elapsedSeconds: number;
+  /** Why a failed job failed (redacted). */
+  error?: string;
+  /** Length of the final result in code points, once completed. */
+  resultCodePoints?: number;
+  /** End of the commentary stream in code points (TE-5). */
+  commentaryEndOffset: number;
+}
+
+export class JobError extends Error {
+  readonly code: 'limit' | 'unknown_job' | 'not_finished' | 'job_failed';
+  constructor(code: JobError['code'], message: string) {
+    super(message);
+    this.name = 'JobError';
+    this.code = code;
+  }
+}
+
+export interface JobTableOptions {
+  maxActive?: number;
+  maxKept?: number;
+  retentionMs?: number;
+  /** Hard wall-clock deadline per job (0 = none); activity never extends it. */
+  hardDeadlineMs?: number;
+  /** Idle deadline per job (0 = none); only the job's own agent events refresh it. */
+  idleDeadlineMs?: number;
+  /** Bound on waiting for a cancelled job's adapter to finish before its groups are stopped directly. */
+  cancelWaitMs?: number;
+  stopGraceMs?: number;
+  logger?: Logger;
+  /** Time source for retention (tests move it forward instead of sleeping). */
+  clock?: () => number;
+}
+
+interface Job {
+  id: string;
+  label: string;
+  state: JobState;
+  cursor: number;
+  phases: Array<{ cursor: number; text: string }>;
+  startedAt: number;
+  finishedAt?: number;
+  result: string;
+  resultBytes: number;
+  error?: string;
+  commentary: string;
+  commentaryDropped: number;
+  commentaryTotal: number;
+  controller: AbortController;
+  cancelRequested: boolean;
+  failure?: string;
+  pgids: Set<number>;
+  sessionId?: string;
+  done: Promise<void>;
+}
+
+export class JobTable {
+  private readonly jobs = new Map<string, Job>();
+  private readonly waiters = new Waiters();
+  private readonly opts: Required<Omit<JobTableOptions, 'logger' | 'clock'>> & { logger: Logger };
+  private readonly now: () => number;
+  private closed = false;
+
+  constructor(opts: JobTableOptions = {}) {
+    this.opts = {
+      maxActive: opts.maxActive ?? MAX_ACTIVE_JOBS,
+      maxKept: opts.maxKept ?? MAX_KEPT_JOBS,
+      retentionMs: opts.retentionMs ?? TERMINAL_RETENTION_MS,
+      hardDeadlineMs: opts.hardDeadlineMs ?? 0,
+      idleDeadlineMs: opts.idleDeadlineMs ?? 0,
+      cancelWaitMs: opts.cancelWaitMs ?? 15_000,
+      stopGraceMs: opts.stopGraceMs ?? DEFAULT_STOP_GRACE_MS,
+      logger: opts.logger ?? silentLogger,
+    };
+    this.now = opts.clock ?? Date.now;
+  }
+
+  get activeCount(): number {
+    let n = 0;
+    for (const job of this.jobs.values()) if (job.state === 'running') n++;
+    return n;
+  }
+
+  get size(): number {
+    this.prune();
+    return this.jobs.size;
+  }
+
+  /** Process groups of jobs that have not finished yet. */
+  trackedGroups(): number[] {
+    const out: number[] = [];
+    for (const job of this.jobs.values()) if (job.state === 'running') out.push(...job.pgids);
+    return out;
+  }
+
+  start(spec: JobSpec): { jobId: string; cursor: number } {
+    if (this.closed) throw new JobError('limit', 'the server is shutting down; no new jobs are accepted');
+    this.prune();
+    if (this.activeCount >= this.opts.maxActive) {
+      throw new JobError(
+        'limit',
+        `${this.opts.maxActive} jobs are already running; wait for one to finish or cancel one, then start again`,
+      );
+    }
+    if (this.jobs.size >= this.opts.maxKept) this.evictOldestTerminal();
+    const job: Job = {
+      id: randomUUID(),
+      label: spec.label,
+      state: 'running',
+      cursor: 0,
+      phases: [],
+      startedAt: this.now(),
+      result: '',
+      resultBytes: 0,
+      commentary: '',
+      commentaryDropped: 0,
+      commentaryTotal: 0,
+      controller: new AbortController(),
+      cancelRequested: false,
+      pgids: new Set(),
+      done: Promise.resolve(),
+    };
+    this.jobs.set(job.id, job);
+    this.phase(job, `${spec.label}: started`);
+    job.done = this.run(job, spec);
+    return { jobId: job.id, cursor: 0 };
+  }
+
+  /** Returns at once when the job moved past `after`, else waits up to `waitMs` for it to (TE-2). */
+  async status(jobId: string, after: number, waitMs: number, signal?: AbortSignal): Promise<JobStatusView> {
+    const job = this.get(jobId);
+    const bound = Math.min(Math.max(0, waitMs), MAX_STATUS_WAIT_MS);
+    if (job.cursor <= after && job.state === 'running') await this.waiters.wait(job.id, bound, signal);
+    return this.view(job, after);
+  }
+
+  /** A page of the final result (TE-4); only for completed jobs. */
+  result(jobId: string, offset = 0): TextPage & { jobId: string } {
+    const job = this.get(jobId);
+    if (job.state === 'running') {
+      throw new JobError('not_finished', `job ${jobId} is still running; poll its status until it is terminal`);
+    }
+    if (job.state !== 'completed') {
+      throw new JobError(
+        'job_failed',
+        job.state === 'cancelled'
+          ? `job ${jobId} was cancelled`
+          : `job ${jobId} failed: ${job.error ?? 'unknown error'}`,
+      );
+    }
+    return { jobId, ...pageText(job.result, offset) };
+  }
+
+  /** A page of the commentary tail with absolute offsets (TE-5). */
+  commentary(jobId: string, offset = 0): TailPage & { jobId: string } {
+    const job = this.get(jobId);
+    return { jobId, ...pageTail(job.commentary, job.commentaryDropped, offset) };
+  }
+
+  /** Asks the job to stop and waits (bounded) until it is terminal and its processes are gone. */
+  async cancel(jobId: string): Promise<JobStatusView> {
+    const job = this.get(jobId);
+    if (job.state === 'running') await this.stop(job);
+    return this.view(job, job.cursor);
+  }
+
+  /** Connection closed: cancel every running job, stop all their groups, refuse new jobs. */
+  async closeAll(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.jobs.values()].filter((j) => j.state === 'running').map((j) => this.stop(j)));
+  }
+
+  private async stop(job: Job): Promise<void> {
+    job.cancelRequested = true;
+    job.controller.abort();
+    let timer: NodeJS.Timeout | undefined;
+    const settled = await Promise.race([
+      job.done.then(() => true),
+      new Promise<false>((r) => {
+        timer = setTimeout(() => r(false), this.opts.cancelWaitMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!settled) {
+      // The adapter did not wind down in time: stop its groups directly, then record the job as cancelled.
+      this.opts.logger.warn('job did not stop in time; stopping its process groups', { jobId: job.id });
+      await Promise.all([...job.pgids].map((pgid) => stopGroup(pgid, this.opts.stopGraceMs)));
+      this.finish(job, 'cancelled');
+    }
+  }
+
+  private async run(job: Job, spec: JobSpec): Promise<void> {
+    const deadline = new Deadline({
+      hardMs: this.opts.hardDeadlineMs,
+      idleMs: this.opts.idleDeadlineMs,
+      onExpire: (err) => {
+        job.failure = err.message;
+        job.controller.abort();
+      },
+    });
+    let ended = false;
+    try {
+      const session = await spec.agent.openSession({
+        cwd: spec.cwd,
+        sandbox: spec.sandbox,
+        model: spec.model,
+        effort: spec.effort,
+        signal: job.controller.signal,
+        onProcessGroup: (pgid) => job.pgids.add(pgid),
+      });
+      try {
+        for await (const ev of session.turn(spec.prompt, { signal: job.controller.signal })) {
+          if (job.state !== 'running') break;
+          deadline.touch();
+          if (ev.kind === 'end') {
+            ended = true;
+            this.end(job, ev);
+            break;
+          }
+          this.apply(job, ev);
+        }
+      } finally {
+        await session.close();
+      }
+      if (!ended) this.finish(job, 'failed', `${job.label} ended the turn without a result`);
+    } catch (err) {
+      this.finish(job, job.cancelRequested ? 'cancelled' : 'failed', err instanceof Error ? err.message : String(err));
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  private apply(job: Job, ev: Exclude<AgentEvent, { kind: 'end' }>): void {
+    switch (ev.kind) {
+      case 'session':
+        job.sessionId = ev.id;
+        break;
+      case 'status':
+        this.phase(job, ev.text);
+        break;
+      case 'permission':
+        this.phase(job, `${job.label}: permission ${ev.decision} (${ev.what})`);
+        break;
+      case 'commentary': {
+        const text = stripTerminalControls(ev.text);
+        job.commentaryTotal += Array.from(text).length;
+        const kept = keepTail(job.commentary + text);
+        job.commentary = kept.tail;
+        job.commentaryDropped += kept.droppedCodePoints;
+        this.bump(job);
+        break;
+      }
+      case 'message':
+        job.resultBytes += Buffer.byteLength(ev.text);
+        if (job.resultBytes > MAX_RESULT_BYTES) {
+          // TE-4: an oversized result fails the job atomically; nothing of it is kept.
+          job.result = '';
+          job.failure = `the result exceeded the ${MAX_RESULT_BYTES}-byte limit and was dropped`;
+          job.controller.abort();
+        } else job.result += ev.text;
+        break;
+      case 'error':
+        job.error = safeError(ev.message);
+        break;
+      case 'tool':
+      case 'usage':
+        break;
+    }
+  }
+
+  private end(job: Job, ev: Extract<AgentEvent, { kind: 'end' }>): void {
+    if (job.failure) {
+      this.finish(job, 'failed', job.failure);
+    } else if (ev.outcome === 'cancelled' || job.cancelRequested) {
+      if (ev.acknowledged === false) {
+        // TE-8: the agent did not confirm the stop in time; its group was stopped, the turn is abandoned.
+        this.opts.logger.warn('cancel not acknowledged; turn abandoned', { jobId: job.id, sessionId: job.sessionId });
+      }
+      this.finish(job, 'cancelled');
+    } else if (ev.outcome === 'failed') {
+      this.finish(job, 'failed', ev.error ?? job.error ?? 'the agent reported a failure');
+    } else {
+      this.finish(job, 'completed');
+    }
+  }
+
+  private finish(job: Job, state: Exclude<JobState, 'running'>, error?: string): void {
+    if (job.state !== 'running') return;
+    job.state = state;
+    job.finishedAt = this.now();
+    // SE-1: the verdict is the one free text that crosses; known secrets and credential shapes are masked.
+    job.result = state === 'completed' ? redact(job.result) : '';
+    if (state === 'failed') job.error = safeError(error ?? job.error ?? 'unknown error');
+    this.phase(job, `${job.label}: ${state}`);
+  }
+
+  private phase(job: Job, text: string): void {
+    const line = statusLine(redact(text));
+    if (!line) return;
+    job.phases.push({ cursor: job.cursor + 1, text: line });
+    if (job.phases.length > KEPT_PHASES) job.phases.shift();
+    this.bump(job);
+  }
+
+  private bump(job: Job): void {
+    job.cursor++;
+    this.waiters.wake(job.id);
+  }
+
+  private view(job: Job, after: number): JobStatusView {
+    const phases = job.phases.filter((p) => p.cursor > after).map((p) => p.text);
+    return {
+      jobId: job.id,
+      state: job.state,
+      cursor: job.cursor,
+      status: job.phases.at(-1)?.text ?? '',
+      phases: phases.slice(-PHASES_PER_READ),
+      done: job.state !== 'running',
+      elapsedSeconds: Math.round(((job.finishedAt ?? this.now()) - job.startedAt) / 1000),
+      ...(job.state === 'failed' ? { error: job.error } : {}),
+      ...(job.state === 'completed' ? { resultCodePoints: Array.from(job.result).length } : {}),
+      commentaryEndOffset: job.commentaryTotal,
+    };
+  }
+
+  private get(jobId: string): Job {
+    this.prune();
+    const job = this.jobs.get(jobId);
+    if (!job) {
+      throw new JobError(
+        'unknown_job',
+        `no job ${JSON.stringify(cutCodePoints(jobId, 64))} on this connection (jobs end with the connection and expire an hour after finishing)`,
+      );
+    }
+    return job;
+  }
+
+  private prune(): void {
+    const cutoff = this.now() - this.opts.retentionMs;
+    for (const [id, job] of this.jobs) {
+      if (job.state !== 'running' && (job.finishedAt ?? 0) <= cutoff) this.jobs.delete(id);
+    }
+  }
+
+  private evictOldestTerminal(): void {
+    let oldest: Job | undefined;
+    for (const job of this.jobs.values()) {
+      if (job.state === 'running') continue;
+      if (!oldest || (job.finishedAt ?? 0) < (oldest.finishedAt ?? 0)) oldest = job;
+    }
+    if (oldest) this.jobs.delete(oldest.id);
+  }
+}
+
+function safeError(text: string): string {
+  return cutCodePoints(redact(stripTerminalControls(text)), MAX_ERROR_CODE_POINTS);
+}

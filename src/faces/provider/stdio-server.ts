@@ -1,0 +1,187 @@
+// The stdio MCP server every provider runs on (P-GEN): tool schemas validated by the shared helper (bad input is
+// JSON-RPC -32602 and changes nothing), progress only for callers that sent a progressToken, a keepalive so Node never
+// exits while stdin EOF races a child's handle, and a shutdown that cancels work and reaps every tracked process group.
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { type CallToolResult, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { z } from 'zod';
+import type { Logger } from '../../lib/log.ts';
+import { DEFAULT_STOP_GRACE_MS, stopGroup } from '../../lib/process-group.ts';
+import { redact } from '../../lib/redact.ts';
+import { serveTools, type ToolDef, type ToolExtra, toolError } from '../mcp-tools.ts';
+
+/** Largest JSON-RPC frame accepted from the client (SE-5). */
+export const MAX_CLIENT_FRAME_BYTES = 8 * 1024 * 1024;
+/** Progress notifications go out at most this often (the latest status wins). */
+export const PROGRESS_INTERVAL_MS = 1_000;
+/** Shutdown waits this long for cancelled work before stopping process groups directly. */
+const SHUTDOWN_WAIT_MS = 10_000;
+
+/** A failure the caller should see as a tool error (isError), with a message that says what to do. */
+export class ToolFailure extends Error {
+  readonly structured?: Record<string, unknown>;
+  constructor(message: string, structured?: Record<string, unknown>) {
+    super(message);
+    this.name = 'ToolFailure';
+    this.structured = structured;
+  }
+}
+
+export interface ToolCallContext {
+  /** Aborted when the client cancels the call or the connection closes. */
+  signal: AbortSignal;
+  /** Sends a progress notification when the caller asked for them; throttled, latest wins. */
+  progress(message: string): void;
+  /** Records a child process group so shutdown can reap it. */
+  trackGroup(pgid: number): void;
+}
+
+export interface ProviderTool<S extends z.ZodType = z.ZodType> {
+  name: string;
+  description: string;
+  schema: S;
+  handler(args: z.infer<S>, ctx: ToolCallContext): Promise<CallToolResult>;
+}
+
+export function defineProviderTool<S extends z.ZodType>(tool: ProviderTool<S>): ProviderTool {
+  return tool as unknown as ProviderTool;
+}
+
+export interface ProviderServerOptions {
+  provider: string;
+  version: string;
+  instructions?: string;
+  tools: ProviderTool[];
+  logger: Logger;
+  /** Cancels the provider's own work (background jobs) on shutdown, alongside in-flight calls. */
+  onShutdown?: () => Promise<void>;
+  /** Last step, once all work has stopped and every tracked group is gone (e.g. remove private homes). */
+  onExit?: () => void;
+}
+
+/** Text content plus structuredContent; the text defaults to the JSON of the data. */
+export function structuredResult(data: Record<string, unknown>, text = JSON.stringify(data)): CallToolResult {
+  return { content: [{ type: 'text', text }], structuredContent: data };
+}
+
+export async function serveProviderStdio(opts: ProviderServerOptions): Promise<void> {
+  // Node would exit on stdin EOF before a child's pipes are registered; this timer holds it until shutdown is done.
+  const keepalive = setInterval(() => {}, 1 << 30);
+  const groups = new Set<number>();
+  const inflight = new Set<AbortController>();
+  const calls = new Set<Promise<unknown>>();
+
+  const runCall = async (tool: ProviderTool, args: unknown, extra: ToolExtra): Promise<CallToolResult> => {
+    const controller = new AbortController();
+    const onAbort = () => controller.abort();
+    extra.signal.addEventListener('abort', onAbort, { once: true });
+    inflight.add(controller);
+    const progress = progressSender(extra._meta?.progressToken, (params) =>
+      extra.sendNotification({ method: 'notifications/progress', params }).catch(() => {}),
+    );
+    try {
+      return await tool.handler(args, {
+        signal: controller.signal,
+        progress: progress.send,
+        trackGroup: (pgid) => groups.add(pgid),
+      });
+    } catch (err) {
+      if (err instanceof McpError) throw err;
+      const message = redact(err instanceof Error ? err.message : String(err));
+      if (!(err instanceof ToolFailure)) {
+        opts.logger.error('tool failed unexpectedly', { tool: tool.name, error: message });
+      }
+      return toolError(message, err instanceof ToolFailure ? err.structured : undefined);
+    } finally {
+      progress.stop();
+      extra.signal.removeEventListener('abort', onAbort);
+      inflight.delete(controller);
+    }
+  };
+
+  const server = new Server(
+    { name: `baton-${opts.provider}`, version: opts.version },
+    { capabilities: { tools: {} }, instructions: opts.instructions },
+  );
+  const defs: ToolDef[] = opts.tools.map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    input: tool.schema,
+    handler: (args, extra) => {
+      const call = runCall(tool, args, extra);
+      calls.add(call);
+      call.finally(() => calls.delete(call)).catch(() => {});
+      return call;
+    },
+  }));
+  serveTools(server, defs);
+
+  const transport = new StdioServerTransport(process.stdin, process.stdout, { maxBufferSize: MAX_CLIENT_FRAME_BYTES });
+  let shuttingDown: Promise<void> | undefined;
+  const shutdown = (reason: string) => {
+    shuttingDown ??= (async () => {
+      opts.logger.debug('provider shutting down', { reason });
+      for (const c of inflight) c.abort();
+      const bounded = (p: Promise<unknown>) =>
+        Promise.race([p.catch(() => {}), new Promise((r) => setTimeout(r, SHUTDOWN_WAIT_MS).unref())]);
+      await bounded(Promise.all([opts.onShutdown?.(), Promise.allSettled([...calls])]));
+      // Whatever is still alive in a group we started is stopped now: nothing outlives the server.
+      await Promise.all([...groups].map((pgid) => stopGroup(pgid, DEFAULT_STOP_GRACE_MS)));
+      await server.close().catch(() => {});
+      try {
+        opts.onExit?.();
+      } catch (err) {
+        opts.logger.warn('cleanup at exit failed', { error: err instanceof Error ? err.message : String(err) });
+      }
+      clearInterval(keepalive);
+    })();
+    return shuttingDown;
+  };
+  const exitAfter = (reason: string, code: number) => () => {
+    void shutdown(reason).then(() => process.exit(code));
+  };
+  process.stdin.once('end', exitAfter('stdin closed', 0));
+  process.stdin.once('close', exitAfter('stdin closed', 0));
+  process.stdout.on('error', exitAfter('stdout broken', 0));
+  process.once('SIGTERM', exitAfter('SIGTERM', 143));
+  process.once('SIGINT', exitAfter('SIGINT', 130));
+  process.once('SIGHUP', exitAfter('SIGHUP', 129));
+
+  await server.connect(transport);
+  process.stderr.write(`[baton] ready (provider: ${opts.provider})\n`);
+}
+
+type ProgressParams = { progressToken: string | number; progress: number; message: string };
+
+/** Throttles progress to one notification per interval, always delivering the latest message. */
+function progressSender(
+  token: string | number | undefined,
+  send: (params: ProgressParams) => void,
+): { send: (message: string) => void; stop: () => void } {
+  if (token === undefined) return { send: () => {}, stop: () => {} };
+  let count = 0;
+  let lastSentAt = 0;
+  let pending: string | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const flush = () => {
+    timer = undefined;
+    if (stopped || pending === undefined) return;
+    lastSentAt = Date.now();
+    send({ progressToken: token, progress: ++count, message: pending });
+    pending = undefined;
+  };
+  return {
+    send(message) {
+      if (stopped) return;
+      pending = message;
+      const wait = lastSentAt + PROGRESS_INTERVAL_MS - Date.now();
+      if (wait <= 0) flush();
+      else timer ??= setTimeout(flush, wait);
+    },
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}

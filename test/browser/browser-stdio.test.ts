@@ -1,0 +1,52 @@
+// The browser provider's stdio edges without any lease: fail closed with no helper, bounded client frames (SE-5),
+// and every child reaped when stdin closes (P-GEN).
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { REPO_ROOT } from '../support/bins.ts';
+import { tempDir } from '../support/tmp.ts';
+import { alive, childrenOf, makeBox, startBaton, text, waitFor } from './support.ts';
+
+const env = {
+  ...process.env,
+  CHROME_DEVTOOLS_MCP_NO_USAGE_STATISTICS: '1',
+  CHROME_DEVTOOLS_MCP_NO_UPDATE_CHECKS: '1',
+};
+
+test('without a lease command every browser call fails closed; tools/list still works', async (t) => {
+  const box = makeBox(tempDir(t, 'baton-browser-stdio-'), 'none');
+  const baton = await startBaton(box, [], { withoutLeaseCommand: true });
+  try {
+    assert.ok((await baton.client.listTools()).tools.length > 10);
+    const result = await baton.call('list_pages');
+    assert.equal(result.isError, true);
+    assert.match(text(result), /^GUI not verified — no browser box available/);
+    assert.deepEqual(box.calls(), []);
+  } finally {
+    await baton.close();
+  }
+});
+
+test('an oversized client frame stops the server, which reaps its downstream', async () => {
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'baton.js'), 'mcp', '--provider', 'browser'], {
+    env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString('utf8');
+  });
+  const exited = once(child, 'exit');
+  await waitFor('ready line', () => stderr.includes('[baton] ready (provider: browser)'));
+  const downstreamPids = childrenOf(child.pid!);
+  assert.ok(downstreamPids.length >= 1, 'chrome-devtools-mcp was started at once');
+  // 9 MiB without a newline: past the 8 MiB client frame bound.
+  const chunk = Buffer.alloc(1024 * 1024, 0x61);
+  for (let i = 0; i < 9; i++) child.stdin.write(chunk);
+  const [code] = await exited;
+  assert.equal(code, 0);
+  assert.match(stderr, /exceeds the \d+-byte limit/);
+  for (const pid of downstreamPids) assert.equal(alive(pid), false, `downstream ${pid} reaped`);
+});

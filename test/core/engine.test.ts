@@ -1,0 +1,326 @@
+// Engine unit tests with the FAKE in-process agent (test/support/fake-agent.ts); the adapters are tested against the
+// real agent binaries elsewhere.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { Engine, EngineError, type TaskView } from '../../src/core/engine.ts';
+import { Store } from '../../src/core/store.ts';
+import { silentLogger } from '../../src/lib/log.ts';
+import { isGroupAlive, spawnGroup } from '../../src/lib/process-group.ts';
+import { FakeAgent } from '../support/fake-agent.ts';
+import { tempDir } from '../support/tmp.ts';
+
+function setup(t: Parameters<typeof tempDir>[0], opts: { idleTimeoutMs?: number; cancelGraceMs?: number } = {}) {
+  const base = tempDir(t);
+  const root = join(base, 'root');
+  const stateDir = join(base, 'state');
+  mkdirSync(root);
+  mkdirSync(stateDir);
+  const store = new Store(join(stateDir, 'baton.db'));
+  const agent = new FakeAgent();
+  const engine = new Engine({
+    store,
+    agents: new Map([['fake', agent]]),
+    reachable: () => ['fake'],
+    roots: [root],
+    stateDir,
+    logger: silentLogger,
+    idleTimeoutMs: opts.idleTimeoutMs ?? 0,
+    hardTimeoutMs: 0,
+    cancelGraceMs: opts.cancelGraceMs ?? 2_000,
+  });
+  t.after(async () => {
+    await engine.close();
+    store.close();
+  });
+  let keys = 0;
+  const run = (prompt: string, cwd = root, extra: Partial<Parameters<Engine['run']>[1]> = {}) =>
+    engine.run('alice', { prompt, cwd, idempotencyKey: `k${keys++}`, ...extra });
+  return { base, root, stateDir, store, agent, engine, run };
+}
+
+async function settled(engine: Engine, taskId: string): Promise<TaskView> {
+  let after = 0;
+  for (;;) {
+    const w = await engine.wait('alice', taskId, after, 25_000);
+    after = w.nextCursor;
+    if (['succeeded', 'failed', 'cancelled', 'interrupted'].includes(w.state) && !w.hasMore) return w;
+  }
+}
+
+/** Waits for a lifecycle state, or with state 'session' until the agent session is open and its turn started. */
+async function reaches(engine: Engine, taskId: string, state: string): Promise<void> {
+  let after = 0;
+  for (;;) {
+    const w = await engine.wait('alice', taskId, after, 25_000);
+    if (w.events.some((e) => (e.kind === 'lifecycle' && e.state === state) || e.kind === state)) return;
+    after = w.nextCursor;
+  }
+}
+
+function git(cwd: string, ...args: string[]) {
+  execFileSync('git', ['-C', cwd, ...args], {
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@t',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@t',
+    },
+  });
+}
+
+test('a task runs to succeeded with lifecycle events, sanitised events and a paged result', async (t) => {
+  const { engine, run } = setup(t);
+  const task = run('events');
+  assert.equal(task.state, 'queued');
+  const done = await settled(engine, task.taskId);
+  assert.equal(done.state, 'succeeded');
+  const status = engine.status('alice', task.taskId, 0, 500);
+  const kinds = status.events.map((e) => e.kind);
+  assert.deepEqual(
+    status.events.filter((e) => e.kind === 'lifecycle').map((e) => e.state),
+    ['queued', 'running', 'succeeded'],
+  );
+  for (const k of ['session', 'status', 'tool', 'permission', 'commentary', 'usage']) assert.ok(kinds.includes(k), k);
+  const statusEvent = status.events.find((e) => e.kind === 'status')!;
+  assert.equal(statusEvent.text, 'step one two', 'control sequences stripped and whitespace normalised');
+  // Cursors increase by one, strictly.
+  for (const [i, e] of status.events.entries()) assert.equal(e.seq, i + 1);
+  assert.deepEqual(status.rounds[0]!.gitBefore, { git: false, reason: 'not a git work tree' });
+  const result = engine.result('alice', task.taskId);
+  assert.equal(result.available && result.text, 'done');
+  assert.equal(result.available && result.done, true);
+});
+
+test('idempotency: the same key and payload return the same task, a different payload is refused, nothing runs twice', async (t) => {
+  const { engine, root, agent } = setup(t);
+  const a = engine.run('alice', { prompt: 'reply one', cwd: root, idempotencyKey: 'same' });
+  const b = engine.run('alice', { prompt: 'reply one', cwd: root, idempotencyKey: 'same' });
+  assert.equal(a.taskId, b.taskId);
+  assert.throws(
+    () => engine.run('alice', { prompt: 'reply two', cwd: root, idempotencyKey: 'same' }),
+    (err: EngineError) => err.code === 'conflict' && /different request/.test(err.message),
+  );
+  await settled(engine, a.taskId);
+  assert.equal(agent.opened.length, 1);
+  const c = engine.continue('alice', { taskId: a.taskId, prompt: 'reply again', idempotencyKey: 'c1' });
+  const d = engine.continue('alice', { taskId: a.taskId, prompt: 'reply again', idempotencyKey: 'c1' });
+  assert.equal(c.round, 2);
+  assert.equal(d.round, 2);
+  await settled(engine, a.taskId);
+  assert.equal(agent.opened.length, 2);
+});
+
+test('continue resumes the saved session and is refused while a round runs', async (t) => {
+  const { engine, run, agent } = setup(t);
+  const task = run('gate first');
+  await reaches(engine, task.taskId, 'running');
+  assert.throws(
+    () => engine.continue('alice', { taskId: task.taskId, prompt: 'reply x', idempotencyKey: 'c' }),
+    (err: EngineError) => err.code === 'conflict',
+  );
+  agent.gate('first').open();
+  const first = await settled(engine, task.taskId);
+  assert.equal(first.state, 'succeeded');
+  engine.continue('alice', { taskId: task.taskId, prompt: 'reply second answer', idempotencyKey: 'c2' });
+  const second = await settled(engine, task.taskId);
+  assert.equal(second.state, 'succeeded');
+  assert.equal(agent.opened[1]!.resume, first.sessionId);
+  const r = engine.result('alice', task.taskId);
+  assert.equal(r.available && r.text, 'second answer');
+});
+
+test('cancel: acknowledged, unacknowledged (abandoned, group stopped), and queued work that never starts', async (t) => {
+  const { engine, run, root } = setup(t, { cancelGraceMs: 300 });
+  const held = run('hold');
+  await reaches(engine, held.taskId, 'running');
+  const queuedBehind = run('reply never', root);
+  engine.cancel('alice', queuedBehind.taskId);
+  const qb = await settled(engine, queuedBehind.taskId);
+  assert.equal(qb.state, 'cancelled');
+  assert.equal(engine.status('alice', queuedBehind.taskId).rounds[0]!.startedAt, null);
+
+  engine.cancel('alice', held.taskId);
+  const h = await settled(engine, held.taskId);
+  assert.equal(h.state, 'cancelled');
+  assert.equal(engine.status('alice', held.taskId).rounds[0]!.abandoned, false);
+
+  const stubborn = run('ignore-cancel');
+  await reaches(engine, stubborn.taskId, 'session');
+  engine.cancel('alice', stubborn.taskId);
+  const s = await settled(engine, stubborn.taskId);
+  assert.equal(s.state, 'cancelled');
+  assert.equal(engine.status('alice', stubborn.taskId).rounds[0]!.abandoned, true);
+});
+
+test('the workspace lock is held until the task process group has exited', async (t) => {
+  const { engine, run } = setup(t, { cancelGraceMs: 500 });
+  const a = run('spawn');
+  await reaches(engine, a.taskId, 'running');
+  let after = 0;
+  let pgid = 0;
+  while (!pgid) {
+    const w = await engine.wait('alice', a.taskId, after);
+    after = w.nextCursor;
+    const ev = w.events.find((e) => e.kind === 'status' && String(e.text).startsWith('spawned'));
+    if (ev) pgid = Number(String(ev.text).split(' ')[1]);
+  }
+  const b = run('reply next');
+  engine.cancel('alice', a.taskId);
+  await settled(engine, b.taskId);
+  // b could only start after a's group was gone.
+  assert.equal(isGroupAlive(pgid), false);
+  const bStatus = engine.status('alice', b.taskId);
+  const aStatus = engine.status('alice', a.taskId);
+  assert.ok(bStatus.rounds[0]!.startedAt! >= aStatus.rounds[0]!.endedAt!);
+});
+
+test('locks: same dir and same git work tree serialise in order; sibling dirs and worktree isolation run in parallel', async (t) => {
+  const { engine, run, root, agent } = setup(t);
+  git(root, 'init', '-q');
+  writeFileSync(join(root, 'f.txt'), 'x');
+  git(root, 'add', '.');
+  git(root, 'commit', '-qm', 'init');
+  mkdirSync(join(root, 'sub'));
+  // Same repository, different subdirectories: one work tree, so they serialise.
+  const a = run('gate a', root);
+  const b = run('gate b', join(root, 'sub'));
+  await reaches(engine, a.taskId, 'running');
+  // A worktree-isolated task in the same repository runs alongside.
+  const w = run('gate w', root, { isolation: 'worktree' });
+  await reaches(engine, w.taskId, 'running');
+  assert.equal(engine.status('alice', b.taskId).state, 'queued');
+  const wStatus = engine.status('alice', w.taskId);
+  assert.notEqual(wStatus.workdir, root);
+  assert.match(
+    execFileSync('git', ['-C', root, 'branch', '--list', `baton/${w.taskId}`], { encoding: 'utf8' }),
+    /baton\//,
+  );
+  agent.gate('a').open();
+  await reaches(engine, b.taskId, 'running');
+  agent.gate('b').open();
+  agent.gate('w').open();
+  await settled(engine, b.taskId);
+  await settled(engine, w.taskId);
+  const aRound = engine.status('alice', a.taskId).rounds[0]!;
+  const bRound = engine.status('alice', b.taskId).rounds[0]!;
+  assert.ok(bRound.startedAt! >= aRound.endedAt!, 'b started only after a ended');
+
+  // Sibling directories outside any repository run in parallel.
+  const { engine: e2, agent: ag2, root: r2 } = setup(t);
+  mkdirSync(join(r2, 'x'));
+  mkdirSync(join(r2, 'y'));
+  const x = e2.run('alice', { prompt: 'gate x', cwd: join(r2, 'x'), idempotencyKey: 'x' });
+  const y = e2.run('alice', { prompt: 'gate y', cwd: join(r2, 'y'), idempotencyKey: 'y' });
+  await reaches(e2, x.taskId, 'running');
+  await reaches(e2, y.taskId, 'running');
+  // Both hold their gates at once: neither waited for the other.
+  assert.equal(e2.status('alice', x.taskId).state, 'running');
+  assert.equal(e2.status('alice', y.taskId).state, 'running');
+  ag2.gate('x').open();
+  ag2.gate('y').open();
+  await settled(e2, x.taskId);
+  await settled(e2, y.taskId);
+});
+
+test('cwd must resolve inside a root: outside, symlink escape, .. escape and missing dirs are refused, nothing is stored', (t) => {
+  const { engine, root, base, store } = setup(t);
+  const outside = join(base, 'outside');
+  mkdirSync(outside);
+  symlinkSync(outside, join(root, 'link'));
+  const bad = [outside, join(root, 'link'), join(root, '..', 'outside'), join(root, 'missing'), 'relative/path'];
+  for (const cwd of bad) {
+    assert.throws(() => engine.run('alice', { prompt: 'reply x', cwd, idempotencyKey: cwd }), EngineError, cwd);
+  }
+  assert.equal(store.listTasks('alice', 0, 10).tasks.length, 0);
+});
+
+test('another caller cannot see, continue or cancel a task', async (t) => {
+  const { engine, run } = setup(t);
+  const task = run('reply mine');
+  await settled(engine, task.taskId);
+  for (const op of [
+    () => engine.status('mallory', task.taskId),
+    () => engine.result('mallory', task.taskId),
+    () => engine.cancel('mallory', task.taskId),
+    () => engine.continue('mallory', { taskId: task.taskId, prompt: 'x', idempotencyKey: 'm' }),
+  ]) {
+    assert.throws(op, (err: EngineError) => err.code === 'not_found');
+  }
+  assert.equal(engine.list('mallory', undefined).tasks.length, 0);
+});
+
+test('wait returns at once when events exist, and times out with none', async (t) => {
+  const { engine, run, agent } = setup(t);
+  const task = run('gate w');
+  await reaches(engine, task.taskId, 'session');
+  const status = engine.status('alice', task.taskId);
+  const idle = await engine.wait('alice', task.taskId, status.nextCursor, 50);
+  assert.equal(idle.timedOut, true);
+  assert.equal(idle.events.length, 0);
+  const pending = engine.wait('alice', task.taskId, status.nextCursor, 25_000);
+  agent.gate('w').open();
+  const woke = await pending;
+  assert.equal(woke.timedOut, false);
+  assert.ok(woke.events.length > 0);
+});
+
+test('a result over 10 MiB fails the task atomically; an idle deadline fails a silent agent', async (t) => {
+  const { engine, run } = setup(t, { idleTimeoutMs: 300, cancelGraceMs: 200 });
+  const big = run('big');
+  const b = await settled(engine, big.taskId);
+  assert.equal(b.state, 'failed');
+  assert.match(String(b.error), /exceeded 10485760 bytes/);
+  assert.equal(b.result, null);
+  const silent = run('silent');
+  const s = await settled(engine, silent.taskId);
+  assert.equal(s.state, 'failed');
+  assert.match(String(s.error), /idle deadline/);
+});
+
+test('list pages with a cursor, only the caller’s own tasks', async (t) => {
+  const { engine, run } = setup(t);
+  const ids = [run('reply 1'), run('reply 2'), run('reply 3')].map((x) => x.taskId);
+  const p1 = engine.list('alice', undefined, 2);
+  assert.deepEqual(
+    p1.tasks.map((x) => x.taskId),
+    ids.slice(0, 2),
+  );
+  const p2 = engine.list('alice', p1.nextCursor!, 2);
+  assert.deepEqual(
+    p2.tasks.map((x) => x.taskId),
+    ids.slice(2),
+  );
+  assert.equal(p2.nextCursor, null);
+  for (const id of ids) await settled(engine, id);
+});
+
+test('recovery stops a leftover worker group and marks unfinished work interrupted; continue starts again', async (t) => {
+  const { engine, run, store, agent } = setup(t);
+  const task = run('gate never');
+  await reaches(engine, task.taskId, 'running');
+  // Simulate a crash: a worker group recorded by the "previous daemon" is still alive.
+  const orphan = spawnGroup('sleep', ['300'], { stdio: 'ignore' });
+  store.addWorker({ pgid: orphan.pgid, taskId: task.taskId, leaderStart: null }, new Date().toISOString());
+  const fresh = new Engine({
+    store,
+    agents: new Map([['fake', agent]]),
+    reachable: () => ['fake'],
+    roots: [engine.status('alice', task.taskId).cwd],
+    stateDir: '/tmp',
+    logger: silentLogger,
+    idleTimeoutMs: 0,
+    hardTimeoutMs: 0,
+    cancelGraceMs: 1_000,
+  });
+  const rec = await fresh.recover();
+  assert.equal(rec.interrupted, 1);
+  assert.equal(rec.stoppedGroups, 1);
+  await orphan.exited;
+  assert.equal(isGroupAlive(orphan.pgid), false);
+  assert.equal(fresh.status('alice', task.taskId).state, 'interrupted');
+  agent.gate('never').open();
+});
