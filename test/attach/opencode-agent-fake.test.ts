@@ -90,3 +90,18 @@ test('an event stream that ends mid-turn fails the turn', async (t) => {
   assert.equal(end.outcome, 'failed');
   assert.match(end.error ?? '', /event stream ended/);
 });
+
+test('a model that is not "provider/model" is refused before anything starts', async (t) => {
+  const fake = await fakeOpenCode({});
+  t.after(() => fake.close());
+  const agent = createAgent(
+    'fake',
+    { kind: 'opencode', serverUrl: fake.url },
+    { stateDir: tempDir(t), logger: silentLogger },
+  );
+  await assert.rejects(
+    agent.openSession({ cwd: '/srv', sandbox: 'read-only', model: 'gpt-5', signal: new AbortController().signal }),
+    /provider\/model/,
+  );
+  assert.deepEqual(fake.seen, []);
+});

@@ -28,6 +28,7 @@ import { startOpenCodeServer } from './serve.ts';
 /** Wait for the turn to go idle after an abort before the cancel counts as unacknowledged (TE-8). */
 export const DEFAULT_CANCEL_GRACE_MS = 5_000;
 const VERSION_PROBE_TIMEOUT_MS = 15_000;
+const MODEL_PATTERN = /^[^/\s]+\/\S+$/;
 const PERMISSION_DENIED_MESSAGE = 'baton runs this task unattended and denies permission requests; continue without it';
 const VERSION_PATTERN = /\b\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?\b/;
 
@@ -37,10 +38,7 @@ export const openCodeConfigSchema = z.strictObject({
   /** Use this running server instead of starting one; its password comes from OPENCODE_SERVER_PASSWORD. */
   serverUrl: z.url({ protocol: /^https?$/ }).optional(),
   /** `provider/model`, passed on every message (a bad model otherwise sticks to a session). */
-  model: z
-    .string()
-    .regex(/^[^/\s]+\/\S+$/, 'model must be "provider/model"')
-    .optional(),
+  model: z.string().regex(MODEL_PATTERN, 'model must be "provider/model"').optional(),
   /** Extra environment for a server baton starts (for example OPENCODE_CONFIG_CONTENT). */
   env: z.record(z.string(), z.string()).optional(),
   cancelGraceMs: z.int().min(0).max(600_000).optional(),
@@ -97,6 +95,11 @@ export class OpenCodeAgent implements Agent {
   }
 
   async openSession(opts: OpenSessionOptions): Promise<AgentSession> {
+    const model = opts.model ?? this.config.model;
+    if (model !== undefined && !MODEL_PATTERN.test(model))
+      throw new Error(
+        `OpenCode models are named "provider/model" (for example anthropic/claude-sonnet-4-5), not "${model}"`,
+      );
     let client: OpenCodeClient;
     let stop: () => Promise<void> = async () => {};
     if (this.config.serverUrl) {
@@ -131,7 +134,7 @@ export class OpenCodeAgent implements Agent {
       } else {
         id = (await client.createSession({ title: 'baton' }, { directory }, { signal: opts.signal })).id;
       }
-      return new OpenCodeSession(client, id, directory, opts.model ?? this.config.model, {
+      return new OpenCodeSession(client, id, directory, model, {
         cancelGraceMs: this.config.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
         logger: this.ctx.logger,
         stop,
