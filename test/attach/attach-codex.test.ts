@@ -77,7 +77,7 @@ test('baton attach against a real codex app-server over WebSocket', async (t) =>
     return (r.content as { text: string }[]).map((c) => c.text).join('\n');
   };
 
-  const { connection } = await ok<{ connection: { connectionId: string } }>('connect_harness', {
+  const connection = await ok<{ connectionId: string }>('connect_harness', {
     harness: 'codex',
     serverUrl: url,
     directory: fixture.workdir,
@@ -168,7 +168,7 @@ test('baton attach against a real codex app-server over WebSocket', async (t) =>
     mock.push(stalledReply(gate, 'one'));
     const dispatches: string[] = [];
     for (let i = 0; i < 10; i++) {
-      const { dispatch } = await ok<{ dispatch: { dispatchId: string } }>('send_message_async', {
+      const dispatch = await ok<{ dispatchId: string }>('send_message_async', {
         connectionId: id,
         chatId: threadId,
         message: `queued ${i}`,
@@ -183,7 +183,7 @@ test('baton attach against a real codex app-server over WebSocket', async (t) =>
     assert.equal(mock.turns.length, before + 1, 'only the first send reached the model while it stalls');
     gate.open();
     for (const d of dispatches) {
-      const { dispatch } = await ok<{ dispatch: { status: string } }>('check_reply', {
+      const dispatch = await ok<{ status: string }>('check_reply', {
         dispatchId: d,
         waitSeconds: 60,
       });

@@ -152,7 +152,7 @@ describe('baton attach against a real opencode serve', () => {
     const mine = await opencode.client.createSession({ title: 'mine' }, { directory: project });
     const theirs = await opencode.client.createSession({ title: 'theirs' }, { directory: otherProject });
     const leaky = await opencode.client.createSession({ title: 'leaky' }, { directory: project });
-    const { connection } = await ok<{ connection: { connectionId: string; serverUrl: string } }>('connect_harness', {
+    const connection = await ok<{ connectionId: string; serverUrl: string }>('connect_harness', {
       harness: 'opencode',
       serverUrl: opencode.url.slice(0, -1),
       directory: project,
@@ -203,19 +203,19 @@ describe('baton attach against a real opencode serve', () => {
     );
 
     mock.script.push({ type: 'text', chunks: ['async ', 'reply'] });
-    const { dispatch } = await ok<{ dispatch: { dispatchId: string; status: string } }>('send_message_async', {
+    const dispatch = await ok<{ dispatchId: string; status: string }>('send_message_async', {
       connectionId: id,
       chatId: mine.id,
       message: 'later please',
     });
     assert.equal(dispatch.status, 'working');
-    const checked = await ok<{ dispatch: { status: string; reply?: { reply: string } } }>('check_reply', {
+    const checked = await ok<{ status: string; reply?: { reply: string } }>('check_reply', {
       connectionId: id,
       dispatchId: dispatch.dispatchId,
       waitSeconds: 60,
     });
-    assert.equal(checked.dispatch.status, 'completed');
-    assert.equal(checked.dispatch.reply?.reply, 'async reply');
+    assert.equal(checked.status, 'completed');
+    assert.equal(checked.reply?.reply, 'async reply');
 
     const status = await ok<{ health: { healthy: boolean; version: string } }>('connection_status', {
       connectionId: id,
@@ -234,13 +234,13 @@ describe('baton attach against a real opencode serve', () => {
     await ok('disconnect_harness', { connectionId: id });
     await fails('list_chats', { connectionId: id }, /unknown connectionId/);
     // Dispatch records outlive their connection.
-    const again = await ok<{ dispatch: { status: string } }>('check_reply', { dispatchId: dispatch.dispatchId });
-    assert.equal(again.dispatch.status, 'completed');
+    const again = await ok<{ status: string }>('check_reply', { dispatchId: dispatch.dispatchId });
+    assert.equal(again.status, 'completed');
   });
 
   test('a local timeout reports that the server may still run the turn and is never retried', async () => {
     const session = await opencode.client.createSession({ title: 'slow' }, { directory: project });
-    const { connection } = await ok<{ connection: { connectionId: string } }>('connect_harness', {
+    const connection = await ok<{ connectionId: string }>('connect_harness', {
       harness: 'opencode',
       serverUrl: opencode.url,
       directory: project,

@@ -155,9 +155,7 @@ export function attachToolHandlers(
 ): Record<AttachToolName, Handler> {
   type Args<N extends AttachToolName> = z.infer<(typeof TOOL_SCHEMAS)[N]>;
   const handlers: { [N in AttachToolName]: (args: Args<N>, signal: AbortSignal) => Promise<unknown> } = {
-    connect_harness: async (a, signal) => ({
-      connection: await connections.connect(a.harness, a.serverUrl, a.directory, signal),
-    }),
+    connect_harness: (a, signal) => connections.connect(a.harness, a.serverUrl, a.directory, signal),
     list_connections: async () => ({ connections: connections.list() }),
     list_chats: async (a, signal) => {
       const c = connections.get(a.connectionId);
@@ -183,19 +181,18 @@ export function attachToolHandlers(
         const summary = dispatches.start({ connectionId: c.connectionId, harness: c.harness, chatId: a.chatId }, () =>
           permit.run(a.message, { timeoutMs: seconds * 1000 }),
         );
-        return { dispatch: summary };
+        return summary;
       } catch (err) {
         permit.cancel();
         throw err;
       }
     },
-    check_reply: async (a, signal) => ({
-      dispatch: await dispatches.check(a.dispatchId, {
+    check_reply: (a, signal) =>
+      dispatches.check(a.dispatchId, {
         connectionId: a.connectionId,
         waitMs: (a.waitSeconds ?? DEFAULT_WAIT_SECONDS) * 1000,
         signal,
       }),
-    }),
     connection_status: async (a, signal) => {
       const info = connections.info(a.connectionId);
       if (info.state !== 'open') return { connection: info };
