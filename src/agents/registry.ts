@@ -1,5 +1,6 @@
 // The registry of agent kinds. A new kind is one folder under src/agents/ and one line here.
 import type { z } from 'zod';
+import { acpAgentKind } from './acp/index.ts';
 import type { Agent, AgentContext } from './agent.ts';
 import { claudeKind } from './claude/index.ts';
 import { codexAgentKind } from './codex/index.ts';
@@ -12,6 +13,7 @@ export interface AgentKind<S extends z.ZodType = z.ZodType> {
 }
 
 export const AGENT_KINDS: Record<string, AgentKind> = {
+  acp: acpAgentKind as AgentKind,
   claude: claudeKind as AgentKind,
   codex: codexAgentKind as AgentKind,
   opencode: openCodeAgentKind as AgentKind,
