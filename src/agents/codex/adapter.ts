@@ -82,7 +82,7 @@ const PASSED_ENV = [
   'CODEX_API_KEY',
 ];
 
-function childEnv(config: CodexAgentConfig, codexHome: string): NodeJS.ProcessEnv {
+export function childEnv(config: CodexAgentConfig, codexHome: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const key of PASSED_ENV) if (process.env[key] !== undefined) env[key] = process.env[key];
   const envKey = config.modelProvider?.envKey;
@@ -162,7 +162,7 @@ const DECLINES: Record<string, { what: string; answer: unknown }> = {
 };
 
 /** A single-consumer async queue: the turn's producer pushes, the iterator pulls. */
-class EventQueue<T> implements AsyncIterable<T> {
+export class EventQueue<T> implements AsyncIterable<T> {
   private readonly items: T[] = [];
   private wake: (() => void) | undefined;
   private ended = false;

@@ -157,7 +157,7 @@ export async function serveProviderStdio(opts: ProviderServerOptions): Promise<v
 type ProgressParams = { progressToken: string | number; progress: number; message: string };
 
 /** Throttles progress to one notification per interval, always delivering the latest message. */
-function progressSender(
+export function progressSender(
   token: string | number | undefined,
   send: (params: ProgressParams) => void,
 ): { send: (message: string) => void; stop: () => void } {

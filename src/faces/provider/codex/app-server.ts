@@ -44,7 +44,7 @@ export interface CodexTools {
   shutdown(): Promise<void>;
 }
 
-interface CallArgs {
+export interface CallArgs {
   prompt: string;
   cwd?: string;
   sandbox?: Sandbox;
@@ -215,22 +215,6 @@ export function appServerTools(opts: AppServerOptions): CodexTools {
     }
   };
 
-  const jobTool = <T>(fn: () => T): T => {
-    try {
-      const out = fn();
-      if (out instanceof Promise) return out.catch((e: unknown) => Promise.reject(asToolFailure(e))) as T;
-      return out;
-    } catch (err) {
-      throw asToolFailure(err);
-    }
-  };
-
-  const withThread = <V extends { jobId: string }>(view: V): Record<string, unknown> => {
-    const threadId = jobThreads.get(view.jobId);
-    return { ...view, ...(threadId ? { threadId } : {}) };
-  };
-
-  const defaultWaitMs = Math.min(opts.statusIntervalMs, MAX_STATUS_WAIT_MS);
   const tools: ProviderTool[] = [
     defineProviderTool({
       name: 'codex',
@@ -249,13 +233,13 @@ export function appServerTools(opts: AppServerOptions): CodexTools {
       schema: codexReplySchema,
       handler: (args, ctx) => blocking(args, ctx),
     }),
-    defineProviderTool({
-      name: 'codex-start',
-      description:
-        'Start Codex in the background (a new session, or with threadId a reply). Returns {jobId, cursor}: poll ' +
-        'codex-status with them until the state is terminal, then read codex-result. Jobs end with this connection.',
-      schema: codexStartSchema(opts.models),
-      async handler(args) {
+    ...backgroundTools({
+      jobs,
+      inflight,
+      jobThreads,
+      statusIntervalMs: opts.statusIntervalMs,
+      models: opts.models,
+      start: (args) => {
         refuseIfAuthInvalid();
         const { spec, prompt } = specOf(args);
         const ids: { jobId?: string } = {};
@@ -267,11 +251,60 @@ export function appServerTools(opts: AppServerOptions): CodexTools {
             if (ids.jobId) jobThreads.set(ids.jobId, threadId);
           },
         });
-        const started = jobTool(() =>
-          jobs.start({ agent, prompt, cwd: spec.cwd, sandbox: spec.sandbox, label: 'Codex' }),
-        );
+        const started = jobs.start({ agent, prompt, cwd: spec.cwd, sandbox: spec.sandbox, label: 'Codex' });
         ids.jobId = started.jobId;
         if (spec.threadId) jobThreads.set(started.jobId, spec.threadId);
+        return started;
+      },
+    }),
+  ];
+
+  return {
+    tools,
+    async shutdown() {
+      await jobs.closeAll();
+      await Promise.allSettled([...windDowns]);
+    },
+  };
+}
+
+export interface BackgroundDeps {
+  jobs: JobTable;
+  inflight: InFlightTurns;
+  /** jobId → threadId, once known. */
+  jobThreads: Map<string, string>;
+  statusIntervalMs: number;
+  models: readonly [string, ...string[]];
+  /** Starts a job for codex-start's (validated) arguments. */
+  start(args: CallArgs): { jobId: string; cursor: number };
+}
+
+/** The six job tools, the same on both paths (P-CX): codex-start, -status, -commentary, -result, -cancel, -peek. */
+export function backgroundTools(deps: BackgroundDeps): ProviderTool[] {
+  const { jobs, inflight, jobThreads } = deps;
+  const jobTool = <T>(fn: () => T): T => {
+    try {
+      const out = fn();
+      if (out instanceof Promise) return out.catch((e: unknown) => Promise.reject(asToolFailure(e))) as T;
+      return out;
+    } catch (err) {
+      throw asToolFailure(err);
+    }
+  };
+  const withThread = <V extends { jobId: string }>(view: V): Record<string, unknown> => {
+    const threadId = jobThreads.get(view.jobId);
+    return { ...view, ...(threadId ? { threadId } : {}) };
+  };
+  const defaultWaitMs = Math.min(deps.statusIntervalMs, MAX_STATUS_WAIT_MS);
+  return [
+    defineProviderTool({
+      name: 'codex-start',
+      description:
+        'Start Codex in the background (a new session, or with threadId a reply). Returns {jobId, cursor}: poll ' +
+        'codex-status with them until the state is terminal, then read codex-result. Jobs end with this connection.',
+      schema: codexStartSchema(deps.models),
+      async handler(args) {
+        const started = jobTool(() => deps.start(args));
         return structuredResult({
           ...started,
           next: `call codex-status with {"jobId":"${started.jobId}","cursor":${started.cursor}}`,
@@ -339,17 +372,9 @@ export function appServerTools(opts: AppServerOptions): CodexTools {
       },
     }),
   ];
-
-  return {
-    tools,
-    async shutdown() {
-      await jobs.closeAll();
-      await Promise.allSettled([...windDowns]);
-    },
-  };
 }
 
-function authFailure(): ToolFailure {
+export function authFailure(): ToolFailure {
   return new ToolFailure(AUTH_INVALIDATED_MESSAGE, {
     code: AUTH_INVALIDATED_CODE,
     action: AUTH_INVALIDATED_ACTION,

@@ -48,6 +48,8 @@ export interface CodexProviderFlags {
   codexStatusInterval: number;
   codexProgressHeartbeat: number;
   codexModelProvider?: CodexModelProvider;
+  codexTerminalGrace: number;
+  codexMaxSuppressed?: number;
   userCodexHome?: string;
   logLevel: LogLevel;
 }
@@ -133,6 +135,21 @@ export function parseFlags(argv: string[]): CodexProviderFlags {
       if (!res.success) throw new InvalidArgumentError(res.error.issues.map((i) => i.message).join('; '));
       return res.data;
     })
+    .option(
+      '--codex-terminal-grace <seconds>',
+      'legacy path: how long after task completion Codex may take to answer before the bridge answers for it',
+      seconds(false),
+      5,
+    )
+    .option(
+      '--codex-max-suppressed <n>',
+      'legacy path: late responses pending suppression before the bridge ends',
+      (v) => {
+        const n = Number(v);
+        if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer');
+        return n;
+      },
+    )
     .option('--user-codex-home <dir>', "the user's Codex home (auth.json, Fast mode); default $CODEX_HOME or ~/.codex")
     .option('--log-level <level>', 'debug, info, warn or error', logLevel, 'warn' as LogLevel);
   program.parse(normaliseFlagSpelling(argv), { from: 'user' });
@@ -208,6 +225,8 @@ export async function run(argv: string[]): Promise<void> {
       limits,
       statusIntervalMs: flags.codexStatusInterval * 1000,
       heartbeatMs: flags.codexProgressHeartbeat * 1000,
+      terminalGraceMs: flags.codexTerminalGrace * 1000,
+      ...(flags.codexMaxSuppressed ? { maxSuppressed: flags.codexMaxSuppressed } : {}),
       logger,
       onExit: () => rmSync(home, { recursive: true, force: true }),
     });

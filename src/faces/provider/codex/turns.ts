@@ -32,7 +32,7 @@ export interface PeekFilter {
   requestId?: string;
 }
 
-interface InFlightEntry {
+export interface InFlightEntry {
   /** Read at peek time: a job's id is assigned after its turn was registered. */
   ids: { requestId?: string; jobId?: string };
   state: TurnState;
