@@ -322,6 +322,26 @@ test('misbehaving Codex (shim): auth invalidation, idle expiry, result recovery,
     await shimmed.close();
   }
 
+  // Late responses pending suppression are bounded: reaching MAX_SUPPRESSED_CODEX_RESPONSES ends the bridge.
+  const bounded = await connectProvider(SHIM, dir, mock, ['--codex_idle_timeout', '1', '--codex-max-suppressed', '2']);
+  try {
+    setMode({ ignoreCancel: true });
+    const gate4 = new Gate();
+    gates.push(gate4);
+    mock.push(stalledReply(gate4), stalledReply(gate4));
+    const closed = new Promise((r) => {
+      bounded.transport.onclose = () => r(undefined);
+    });
+    const results = await Promise.allSettled(
+      [1, 2].map((n) => bounded.call('codex', { prompt: `s${n}`, sandbox: 'read-only', cwd: dir.workspace })),
+    );
+    for (const r of results) assert.ok(r.status === 'rejected' && (r.reason as McpError).code === -32001);
+    await closed;
+    assert.match(bounded.stderr(), /MAX_SUPPRESSED_CODEX_RESPONSES/);
+  } finally {
+    await bounded.close().catch(() => {});
+  }
+
   // A stall inside a native frame: the call fails at its idle deadline, then one more grace, then the bridge ends.
   const stalled = await connectProvider(SHIM, dir, mock, ['--codex_idle_timeout', '1', '--codex-cancel-grace', '1']);
   try {

@@ -173,7 +173,8 @@ export async function runLegacyPassthrough(opts: LegacyOptions): Promise<void> {
       await Promise.race([jobs.closeAll(), new Promise((r) => setTimeout(r, TEARDOWN_GRACE_MS).unref())]);
       for (const call of calls.values()) closeCall(call);
       codex.child.stdin?.end();
-      await Promise.race([codex.exited, new Promise((r) => setTimeout(r, TEARDOWN_GRACE_MS).unref())]);
+      // A clean close lets Codex exit on EOF; a failing bridge stops the group at once (still TERM, then KILL).
+      if (code === 0) await Promise.race([codex.exited, new Promise((r) => setTimeout(r, TEARDOWN_GRACE_MS).unref())]);
       await codex.stop(TEARDOWN_GRACE_MS);
       try {
         if (home.writeBackAuth()) logger.info('codex: rotated login written back to the user auth.json');
