@@ -2,7 +2,7 @@
 // official MCP SDK client over stdio: the curated contract, the isolated home, replies across a bridge restart, and
 // auth invalidation.
 import assert from 'node:assert/strict';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
@@ -218,3 +218,31 @@ test('codex-reply works across a bridge restart (thread/resume); auth invalidati
   const status = await conn.call('codex-status', { jobId: 'nope', cursor: 0 });
   assert.equal(status.isError, true, 'status still answers (unknown job)');
 });
+
+test('a login rotated in the isolated home is written back at exit only while the user file is unchanged (AG-9)', async () => {
+  const isolated = join(layout.launchDir, 'tmp', 'codex-homes', 'app-server', 'auth.json');
+  const userAuth = join(layout.userHome, 'auth.json');
+  const original = readFileSync(userAuth, 'utf8');
+  // Stands in for Codex refreshing its token during a call (the mock cannot make Codex rotate a login).
+  writeFileSync(isolated, '{"OPENAI_API_KEY":"rotated-in-isolation"}');
+  await conn.close();
+  await until(() => readFileSync(userAuth, 'utf8') !== original);
+  assert.match(readFileSync(userAuth, 'utf8'), /rotated-in-isolation/);
+  assert.equal(statSync(userAuth).mode & 0o777, 0o600);
+
+  // A newer login by the user wins over a stale bridge.
+  conn = await connectProvider(bins.codex(), layout, mock);
+  writeFileSync(isolated, '{"OPENAI_API_KEY":"stale-bridge-token"}');
+  writeFileSync(userAuth, '{"OPENAI_API_KEY":"fresh-user-login"}');
+  const exited = new Promise((r) => {
+    conn.transport.onclose = () => r(undefined);
+  });
+  await conn.close();
+  await exited; // the bridge process has exited: its write-back decision is final
+  assert.match(readFileSync(userAuth, 'utf8'), /fresh-user-login/);
+});
+
+async function until(ok: () => boolean): Promise<void> {
+  for (let i = 0; i < 400 && !ok(); i++) await new Promise((r) => setTimeout(r, 25));
+  assert.ok(ok(), 'condition reached');
+}

@@ -155,6 +155,8 @@ export function prepareCodexHome(
     dir?: string;
     /** Renders config.toml (default the agent's minimal config) given the untrusted project paths. */
     renderConfig?: (untrustedProjects: readonly string[]) => string;
+    /** Only rewrite the config; leave auth.json (and its snapshot) to whoever prepared the home first. */
+    configOnly?: boolean;
   } = {},
 ): PreparedHome {
   const safeName = agentName.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
@@ -162,6 +164,7 @@ export function prepareCodexHome(
   const untrusted = rememberUntrustedProjects(dir, opts.cwd ? projectPathsOf(opts.cwd) : []);
   const render = opts.renderConfig ?? ((projects: readonly string[]) => minimalCodexConfig(config, projects));
   writePrivateFile(join(dir, CONFIG_FILE), render(untrusted));
+  if (opts.configOnly) return { dir, writeBackAuth: () => false };
   const canonicalPath = join(userCodexHome(config), AUTH_FILE);
   const isolatedPath = join(dir, AUTH_FILE);
   const snapshot = readOrNull(canonicalPath);

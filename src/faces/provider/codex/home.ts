@@ -114,17 +114,22 @@ export function codexHomesRoot(launchDir: string): string {
   return root;
 }
 
-/** (Re)writes the home's config and snapshots the user's auth.json; `writeBackAuth` applies AG-9's rule. */
+/**
+ * (Re)writes the home's config and snapshots the user's auth.json; `writeBackAuth` applies AG-9's rule. With
+ * `configOnly` (every call after the bridge's start) auth.json is left alone, so a login Codex rotated during one call
+ * is not overwritten by the next call's copy before the bridge writes it back at exit.
+ */
 export function prepareProviderHome(
   dir: string,
   settings: CodexHomeSettings,
   userCodexHome: string,
   cwd?: string,
+  configOnly = false,
 ): PreparedHome {
   return prepareCodexHome(
     dir,
     'provider',
     { userCodexHome },
-    { dir, cwd, renderConfig: (projects) => renderProviderConfig(settings, projects) },
+    { dir, cwd, configOnly, renderConfig: (projects) => renderProviderConfig(settings, projects) },
   );
 }

@@ -10,6 +10,7 @@ import { type CodexModelProvider, codexModelProviderSchema } from '../../../agen
 import { type CodexVersion, parseCodexVersion } from '../../../codex/version.ts';
 import { createLogger, isLogLevel, type Logger, type LogLevel } from '../../../lib/log.ts';
 import { spawnGroup } from '../../../lib/process-group.ts';
+import { redact } from '../../../lib/redact.ts';
 import { serveProviderStdio } from '../stdio-server.ts';
 import { appServerTools } from './app-server.ts';
 import {
@@ -235,7 +236,8 @@ export async function run(argv: string[]): Promise<void> {
 
   // Current Codex: one stable home per launch directory, so threads outlive a bridge restart.
   const homeDir = join(root, 'app-server');
-  prepareProviderHome(homeDir, settings, userCodexHome);
+  // Auth is snapshotted once per bridge and written back (AG-9) when the bridge exits; calls only refresh the config.
+  const home = prepareProviderHome(homeDir, settings, userCodexHome);
   const codex = appServerTools({
     runtime: {
       command,
@@ -243,7 +245,7 @@ export async function run(argv: string[]): Promise<void> {
       userCodexHome,
       approvalPolicy: flags.approvalPolicy,
       agentsTable: wantsAgentsTable(version),
-      prepareHome: (cwd) => prepareProviderHome(homeDir, settings, userCodexHome, cwd),
+      prepareHome: (cwd) => prepareProviderHome(homeDir, settings, userCodexHome, cwd, true),
       logger,
       stateDir: homeDir,
     },
@@ -263,6 +265,13 @@ export async function run(argv: string[]): Promise<void> {
     tools: codex.tools,
     logger,
     onShutdown: () => codex.shutdown(),
+    onExit: () => {
+      try {
+        if (home.writeBackAuth()) logger.info('codex: rotated login written back to the user auth.json');
+      } catch (err) {
+        logger.warn('codex: could not write the rotated login back', { error: redact(String(err)) });
+      }
+    },
   });
 }
 
