@@ -65,7 +65,8 @@ export function appServerTools(opts: AppServerOptions): CodexTools {
     logger,
     statusIntervalMs: opts.statusIntervalMs,
     // The call wrapper enforces both deadlines; the table only bounds waiting for a cancelled job to wind down.
-    cancelWaitMs: opts.limits.cancelGraceMs + 10_000,
+    // Interrupt, the grace, then the group stop (another grace) and the close: cover all of it.
+    cancelWaitMs: 2 * opts.limits.cancelGraceMs + 10_000,
   });
 
   const refuseIfAuthInvalid = () => {
