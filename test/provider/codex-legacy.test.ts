@@ -19,6 +19,7 @@ import {
   makeLayout,
   mockProviderFlag,
   OTHER_MODEL,
+  PLANTED_SECRET,
   textOf,
 } from './codex/harness.ts';
 
@@ -140,6 +141,7 @@ test('codex / codex-reply on legacy Codex: seed shape, goal, curated model and e
   assert.equal(statSync(join(homes, legacyHome, 'config.toml')).mode & 0o777, 0o600);
   assert.match(config, /\[agents\]\nenabled = false/, '0.153.4 ≥ 0.145.0');
   assert.doesNotMatch(config, /mcp_servers/);
+  assert.doesNotMatch(conn.stderr(), new RegExp(PLANTED_SECRET));
 });
 
 test('background jobs on legacy Codex run as private calls', async () => {

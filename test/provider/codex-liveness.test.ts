@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { ResponsesMock, reply, stalledReply } from '../mock-models/responses.ts';
+import { ResponsesMock, reply, shellCall, stalledReply } from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins, REPO_ROOT } from '../support/bins.ts';
 import { type Connected, connectProvider, type Layout, makeLayout, textOf } from './codex/harness.ts';
@@ -95,6 +95,13 @@ test('idle deadline: -32001 for that call only, progress never refreshes it, the
   mock.push(reply('still serving'));
   const next = await conn.call('codex', { prompt: 'next', sandbox: 'read-only', cwd: layout.workspace });
   assert.equal(textOf(next), 'still serving');
+});
+
+test('correlated activity refreshes the idle deadline: a turn longer than it, never silent for long, succeeds', async () => {
+  const conn = open[0]!;
+  mock.push(shellCall('sleep 0.8'), shellCall('sleep 0.8'), shellCall('sleep 0.8'), reply('busy but alive'));
+  const res = await conn.call('codex', { prompt: 'work', sandbox: 'read-only', cwd: layout.workspace });
+  assert.equal(textOf(res), 'busy but alive');
 });
 
 test('no progress token, no progress notifications; a client cancel interrupts the turn', async () => {
