@@ -15,3 +15,4 @@ export {
   parseCodexVersion,
   requireCodexVersion,
 } from './codex/version.ts';
+export * from './faces/attach/index.ts';

@@ -1,5 +1,6 @@
 // The `baton` command line: thin commands that parse flags and call a face or the engine.
 import { Command, CommanderError } from 'commander';
+import { registerAttachCommand } from './attach.ts';
 import { registerHubCommands } from './hub.ts';
 import { registerProviderCommand } from './mcp.ts';
 
@@ -10,6 +11,7 @@ const program = new Command('baton')
 
 registerHubCommands(program);
 registerProviderCommand(program);
+registerAttachCommand(program);
 
 try {
   await program.parseAsync(process.argv);

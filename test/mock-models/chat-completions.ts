@@ -3,7 +3,7 @@
 // opencode calls `POST /v1/chat/completions` (always streaming) for each model step of a turn, and also for small
 // housekeeping requests (titling a new session with `small_model`). Housekeeping gets a fixed short answer; every other
 // request consumes one scripted step.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { beginSse, type Gate, MockModelServer, type RecordedRequest, Script, writeSse } from './server.ts';
@@ -19,6 +19,8 @@ export type ChatStep =
   | { type: 'error'; status: number; message: string };
 
 export const MOCK_MODEL = 'mock-model';
+/** A second model in the same provider, for tests that choose a model. */
+export const MOCK_MODEL_ALT = 'mock-model-alt';
 const TITLE_ANSWER = 'Mock title';
 
 export interface ChatMock {
@@ -138,7 +140,10 @@ export function opencodeConfig(mock: Pick<ChatMock, 'baseUrl'>): Record<string, 
         npm: '@ai-sdk/openai-compatible',
         name: 'Mock',
         options: { baseURL: mock.baseUrl, apiKey: 'dummy-mock-key' },
-        models: { [MOCK_MODEL]: { name: 'Mock model', tool_call: true } },
+        models: {
+          [MOCK_MODEL]: { name: 'Mock model', tool_call: true },
+          [MOCK_MODEL_ALT]: { name: 'Mock model (alternative)', tool_call: true },
+        },
       },
     },
     model: `mock/${MOCK_MODEL}`,
@@ -148,14 +153,18 @@ export function opencodeConfig(mock: Pick<ChatMock, 'baseUrl'>): Record<string, 
   };
 }
 
+/** The `@opencode-ai/plugin` version opencode wants in each config dir (it matches the binary's own version). */
+const OPENCODE_PLUGIN_VERSION = '1.18.33';
+
 /**
  * Env for the real `opencode` binary pointed at the mock: HOME and every XDG dir under `root`, the config inline, and
  * every background download/update/share switched off. A clean env: nothing from the user's own HOME leaks in.
  *
- * Warm-state pitfall: opencode may install `@opencode-ai/plugin` from npm (tens of seconds) into a config dir it treats
- * as a plugin dir. With this env (inline config, no project `.opencode/` dir, fresh XDG dirs) 1.18.33 was seen to start
- * `acp`, `run` and `serve` in 2–4 s without touching npm (no node_modules appears, nothing in its log). `stateRoot`
- * (XDG data/cache/state) can still be shared by several runs in one test file to save the per-dir database setup.
+ * Warm-state pitfall: a few seconds after start, opencode installs `@opencode-ai/plugin` from npm (64 MB, tens of
+ * seconds, needs the network) into each config dir (`$XDG_CONFIG_HOME/opencode`, project `.opencode/`) unless that
+ * dir already has a `node_modules/` and a `package-lock.json` whose root lists the package. The config dir is seeded
+ * with exactly that, so opencode sees nothing to install and stays offline (tests assert no install happened).
+ * `stateRoot` (XDG data/cache/state) may be shared by several runs in one file.
  */
 export function opencodeEnv(root: string, mock: Pick<ChatMock, 'baseUrl'>, stateRoot = root): Record<string, string> {
   const dirs = {
@@ -166,6 +175,7 @@ export function opencodeEnv(root: string, mock: Pick<ChatMock, 'baseUrl'>, state
     XDG_STATE_HOME: join(stateRoot, 'state'),
   };
   for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true, mode: 0o700 });
+  seedOpencodeConfigDir(join(dirs.XDG_CONFIG_HOME, 'opencode'));
   return {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     ...dirs,
@@ -178,4 +188,15 @@ export function opencodeEnv(root: string, mock: Pick<ChatMock, 'baseUrl'>, state
     OPENCODE_DISABLE_EXTERNAL_SKILLS: '1',
     NO_COLOR: '1',
   };
+}
+
+/** Makes opencode's dependency check for a config dir find `@opencode-ai/plugin` already installed. */
+export function seedOpencodeConfigDir(configDir: string): void {
+  mkdirSync(join(configDir, 'node_modules'), { recursive: true, mode: 0o700 });
+  const dependencies = { '@opencode-ai/plugin': OPENCODE_PLUGIN_VERSION };
+  writeFileSync(join(configDir, 'package.json'), JSON.stringify({ dependencies }, null, 2));
+  writeFileSync(
+    join(configDir, 'package-lock.json'),
+    JSON.stringify({ lockfileVersion: 3, requires: true, packages: { '': { dependencies } } }, null, 2),
+  );
 }

@@ -122,9 +122,14 @@ async function streamStep(res: ServerResponse, step: GeminiStep): Promise<void> 
 /**
  * An isolated HOME for the real `gemini` binary pointed at the mock: settings.json pins the API-key auth type (without
  * it the CLI refuses a custom base URL), and telemetry, update checks and the relaunch are off.
- * Returns the env to spawn `gemini` with (a clean env: nothing from the user's own HOME leaks in).
+ * Returns the env to spawn `gemini` with (a clean env: nothing from the user's own HOME leaks in). `extraSettings` are
+ * merged into settings.json at the top level (e.g. a user's `mcpServers`).
  */
-export function geminiEnv(home: string, mock: Pick<GeminiMock, 'baseUrl'>): Record<string, string> {
+export function geminiEnv(
+  home: string,
+  mock: Pick<GeminiMock, 'baseUrl'>,
+  extraSettings: Record<string, unknown> = {},
+): Record<string, string> {
   const settingsDir = join(home, '.gemini');
   mkdirSync(settingsDir, { recursive: true, mode: 0o700 });
   const settings = {
@@ -132,6 +137,7 @@ export function geminiEnv(home: string, mock: Pick<GeminiMock, 'baseUrl'>): Reco
     privacy: { usageStatisticsEnabled: false },
     general: { disableAutoUpdate: true, disableUpdateNag: true },
     telemetry: { enabled: false },
+    ...extraSettings,
   };
   writeFileSync(join(settingsDir, 'settings.json'), JSON.stringify(settings, null, 2), { mode: 0o600 });
   return {

@@ -313,7 +313,7 @@ test('stdin EOF right behind a call: the server still cancels it, reaps the chil
     { jsonrpc: '2.0', method: 'notifications/initialized' },
     { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'claude_code', arguments: { prompt: 'hi' } } },
   ];
-  child.stdin.end(frames.map((f) => JSON.stringify(f)).join('\n') + '\n');
+  child.stdin.end(`${frames.map((f) => JSON.stringify(f)).join('\n')}\n`);
   const [code] = (await once(child, 'exit')) as [number | null];
   gate.open();
   assert.equal(code, 0);

@@ -1,10 +1,10 @@
 // The isolated Claude config dir (AG-9): a private CLAUDE_CONFIG_DIR holding a copy of the user's credentials file, so
-// no user-level settings, hooks, MCP servers or plugins reach a run; rotated credentials flow back per credential-copy.
+// no user-level settings, hooks, MCP servers or plugins reach a run; rotated credentials flow back per lib/auth-mirror.
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { type AuthMirror, mirrorAuthFile } from '../../lib/auth-mirror.ts';
 import { ensurePrivateDir, writePrivateFile } from '../../lib/private-fs.ts';
-import { CredentialCopy, type CredentialSnapshot } from '../credential-copy.ts';
 
 export const CREDENTIALS_FILE = '.credentials.json';
 
@@ -15,25 +15,23 @@ export function canonicalClaudeConfigDir(env: NodeJS.ProcessEnv = process.env): 
 
 export class ClaudeConfigHome {
   readonly dir: string;
-  private readonly credentials: CredentialCopy;
+  private readonly canonicalCredentials: string;
+  readonly isolatedCredentials: string;
 
   constructor(dir: string, canonicalDir: string) {
     this.dir = ensurePrivateDir(dir);
-    this.credentials = new CredentialCopy(join(canonicalDir, CREDENTIALS_FILE), join(this.dir, CREDENTIALS_FILE));
+    this.canonicalCredentials = join(canonicalDir, CREDENTIALS_FILE);
+    this.isolatedCredentials = join(this.dir, CREDENTIALS_FILE);
     const settings = join(this.dir, 'settings.json');
     if (!existsSync(settings)) writePrivateFile(settings, `${JSON.stringify({ disableAllHooks: true }, null, 2)}\n`);
   }
 
-  get isolatedCredentials(): string {
-    return this.credentials.isolatedPath;
-  }
-
-  beginRun(): CredentialSnapshot {
-    return this.credentials.begin();
+  beginRun(): AuthMirror {
+    return mirrorAuthFile(this.canonicalCredentials, this.isolatedCredentials);
   }
 
   /** True when rotated credentials were written back to the user's file. */
-  endRun(snapshot: CredentialSnapshot): boolean {
-    return this.credentials.end(snapshot);
+  endRun(mirror: AuthMirror): boolean {
+    return mirror.writeBack();
   }
 }

@@ -1,11 +1,11 @@
 // The isolated CODEX_HOME of a Codex agent (AG-7, AG-9): a private directory under <stateDir>/homes/ holding a copy
 // of the user's auth.json and a minimal config baton writes. One home per configured agent, so that Codex's thread store
 // survives a daemon restart and `thread/resume` finds earlier threads; the user's own ~/.codex is never used directly.
-import { randomBytes } from 'node:crypto';
-import { readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { ensurePrivateDir, PRIVATE_FILE_MODE, writePrivateFile } from '../../lib/private-fs.ts';
+import { mirrorAuthFile } from '../../lib/auth-mirror.ts';
+import { ensurePrivateDir, writePrivateFile } from '../../lib/private-fs.ts';
 import type { CodexAgentConfig, CodexModelProvider } from './config.ts';
 
 export const AUTH_FILE = 'auth.json';
@@ -77,27 +77,6 @@ export function providerTable(p: CodexModelProvider): string[] {
   return lines;
 }
 
-// The user's own directory keeps its mode; only the file is replaced (0600, atomically).
-function replaceFileAtomically(path: string, data: Buffer): void {
-  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  writeFileSync(tmp, data, { mode: PRIVATE_FILE_MODE, flag: 'wx' });
-  renameSync(tmp, path);
-}
-
-function readOrNull(path: string): Buffer | null {
-  try {
-    return readFileSync(path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
-  }
-}
-
-function sameBytes(a: Buffer | null, b: Buffer | null): boolean {
-  if (a === null || b === null) return a === b;
-  return a.equals(b);
-}
-
 /** Untrusted project paths are kept across rewrites, so one session never drops another's (the home is shared). */
 const UNTRUSTED_PROJECTS_FILE = 'baton-untrusted-projects.json';
 export const MAX_UNTRUSTED_PROJECTS = 4096;
@@ -165,20 +144,6 @@ export function prepareCodexHome(
   const render = opts.renderConfig ?? ((projects: readonly string[]) => minimalCodexConfig(config, projects));
   writePrivateFile(join(dir, CONFIG_FILE), render(untrusted));
   if (opts.configOnly) return { dir, writeBackAuth: () => false };
-  const canonicalPath = join(userCodexHome(config), AUTH_FILE);
-  const isolatedPath = join(dir, AUTH_FILE);
-  const snapshot = readOrNull(canonicalPath);
-  if (snapshot === null) rmSync(isolatedPath, { force: true });
-  else writePrivateFile(isolatedPath, snapshot);
-  return {
-    dir,
-    writeBackAuth() {
-      const isolated = readOrNull(isolatedPath);
-      // Only a login Codex rotated during this run, and only when nobody changed the user's file meanwhile.
-      if (snapshot === null || isolated === null || sameBytes(isolated, snapshot)) return false;
-      if (!sameBytes(readOrNull(canonicalPath), snapshot)) return false;
-      replaceFileAtomically(canonicalPath, isolated);
-      return true;
-    },
-  };
+  const auth = mirrorAuthFile(join(userCodexHome(config), AUTH_FILE), join(dir, AUTH_FILE));
+  return { dir, writeBackAuth: () => auth.writeBack() };
 }

@@ -1,10 +1,12 @@
 // The isolated Gemini CLI home (AG-9): GEMINI_CLI_HOME points at a private dir whose `.gemini/` holds a settings file
 // baton writes (auth type only, no MCP servers, extensions, telemetry or update checks) and copies of the user's
-// OAuth files, written back per credential-copy's rule.
+// OAuth files, written back per lib/auth-mirror's rule.
+
+import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { type AuthMirror, mirrorAuthFile } from '../../lib/auth-mirror.ts';
 import { ensurePrivateDir, writePrivateFile } from '../../lib/private-fs.ts';
-import { CredentialCopy, type CredentialSnapshot, readIfPresent } from '../credential-copy.ts';
 
 /** Auth files of the Gemini CLI that a run may need and may rotate. */
 const CREDENTIAL_FILES = ['oauth_creds.json', 'google_accounts.json'] as const;
@@ -17,21 +19,21 @@ export function canonicalGeminiDir(env: NodeJS.ProcessEnv = process.env): string
 export class GeminiHome {
   /** Value for GEMINI_CLI_HOME. */
   readonly dir: string;
-  private readonly copies: CredentialCopy[];
+  private readonly files: Array<{ canonical: string; isolated: string }>;
 
   constructor(dir: string, canonicalDir: string, env: NodeJS.ProcessEnv) {
     this.dir = ensurePrivateDir(dir);
     const own = ensurePrivateDir(join(dir, '.gemini'));
-    this.copies = CREDENTIAL_FILES.map((f) => new CredentialCopy(join(canonicalDir, f), join(own, f)));
+    this.files = CREDENTIAL_FILES.map((f) => ({ canonical: join(canonicalDir, f), isolated: join(own, f) }));
     writePrivateFile(join(own, 'settings.json'), `${JSON.stringify(minimalSettings(canonicalDir, env), null, 2)}\n`);
   }
 
-  beginRun(): CredentialSnapshot[] {
-    return this.copies.map((c) => c.begin());
+  beginRun(): AuthMirror[] {
+    return this.files.map((f) => mirrorAuthFile(f.canonical, f.isolated));
   }
 
-  endRun(snapshots: CredentialSnapshot[]): void {
-    for (const [i, copy] of this.copies.entries()) copy.end(snapshots[i]!);
+  endRun(mirrors: AuthMirror[]): void {
+    for (const m of mirrors) m.writeBack();
   }
 }
 
@@ -39,7 +41,7 @@ export class GeminiHome {
 function minimalSettings(canonicalDir: string, env: NodeJS.ProcessEnv): Record<string, unknown> {
   let selectedType: unknown;
   try {
-    const user = JSON.parse(readIfPresent(join(canonicalDir, 'settings.json'))?.toString('utf8') ?? '{}');
+    const user = JSON.parse(readFileSync(join(canonicalDir, 'settings.json'), 'utf8'));
     selectedType = user?.security?.auth?.selectedType;
   } catch {}
   if (typeof selectedType !== 'string' && env.GEMINI_API_KEY) selectedType = 'gemini-api-key';

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
+import { ACP_PRESETS } from '../../agents/acp/presets.ts';
 import { AGENT_KINDS } from '../../agents/registry.ts';
 import { ensurePrivateDir, writePrivateFile } from '../../lib/private-fs.ts';
 import { registerSecret } from '../../lib/redact.ts';
@@ -135,8 +136,8 @@ export const AGENT_PRESETS: { name: string; binary: string; entry: { kind: strin
   { name: 'codex', binary: 'codex', entry: { kind: 'codex' } },
   { name: 'claude', binary: 'claude', entry: { kind: 'claude' } },
   { name: 'opencode', binary: 'opencode', entry: { kind: 'opencode' } },
-  { name: 'gemini', binary: 'gemini', entry: { kind: 'acp', command: ['gemini', '--acp'] } },
-  { name: 'dsh', binary: 'dsh', entry: { kind: 'acp', command: ['dsh', 'acp'] } },
+  { name: 'gemini', binary: 'gemini', entry: { kind: 'acp', command: [...ACP_PRESETS.gemini.command] } },
+  { name: 'dsh', binary: 'dsh', entry: { kind: 'acp', command: [...ACP_PRESETS.dsh.command] } },
 ];
 
 export function findOnPath(binary: string, pathEnv = process.env.PATH ?? ''): string | null {

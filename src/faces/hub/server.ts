@@ -244,7 +244,10 @@ export class Hub {
     if (req.method !== 'POST' || !isInitializeRequest(body)) {
       return sendJson(res, 400, jsonRpcError(-32000, 'no MCP session: send initialize first'));
     }
-    const server = new Server({ name: 'baton-hub', version: BATON_VERSION }, { capabilities: { tools: {} } });
+    const server = new Server(
+      { name: 'baton-hub', version: BATON_VERSION },
+      { capabilities: { tools: {}, logging: {} } },
+    );
     serveTools(server, hubTools(this.engine, caller));
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),

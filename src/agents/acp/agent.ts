@@ -1,0 +1,114 @@
+// The ACP agent kind (AG-4): any ACP v1 agent configured by its stdio command.
+import { basename } from 'node:path';
+import * as acp from '@agentclientprotocol/sdk';
+import type { Logger } from '../../lib/log.ts';
+import { spawnGroup } from '../../lib/process-group.ts';
+import type { Agent, AgentContext, AgentProbe, OpenSessionOptions } from '../agent.ts';
+import type { AcpConfig } from './config.ts';
+import { VERSION_FLAG_BINARIES } from './presets.ts';
+import { AcpProcess, agentEnvironment, binaryNotFound, resolveBinary } from './process.ts';
+import { AcpAgentSession } from './session.ts';
+
+const VERSION_PROBE_TIMEOUT_MS = 15_000;
+const VERSION_OUTPUT_MAX_BYTES = 4 * 1024;
+const VERSION_PATTERN = /\b\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?\b/;
+
+export interface AcpSessionProbe {
+  version?: string;
+  /** Whether the agent can resume saved sessions (session/load). */
+  loadSession: boolean;
+}
+
+export class AcpAgent implements Agent {
+  readonly kind = 'acp';
+  readonly name: string;
+  private readonly config: AcpConfig;
+  private readonly logger: Logger;
+
+  constructor(name: string, config: AcpConfig, ctx: Pick<AgentContext, 'logger'>) {
+    this.name = name;
+    this.config = config;
+    this.logger = ctx.logger;
+  }
+
+  openSession(opts: OpenSessionOptions): Promise<AcpAgentSession> {
+    return AcpAgentSession.open(this.name, this.config, this.logger, opts);
+  }
+
+  /**
+   * AG-6: binary and version without spending inference. Known CLIs answer `--version`; any other ACP agent is started
+   * and asked `initialize` (its agentInfo.version), then stopped.
+   */
+  async probe(): Promise<AgentProbe> {
+    const base: AgentProbe = { name: this.name, kind: this.kind, available: false, login: 'unknown' };
+    const command = this.config.command[0]!;
+    const binary = resolveBinary(command, agentEnvironment(this.config.env));
+    if (!binary) return { ...base, detail: binaryNotFound(command) };
+    let version = VERSION_FLAG_BINARIES.has(basename(command)) ? await this.versionFlag(binary) : undefined;
+    if (!version) {
+      try {
+        version = (await this.probeSession(process.cwd(), { withSession: false })).version;
+      } catch (err) {
+        return { ...base, binary, detail: err instanceof Error ? err.message : String(err) };
+      }
+    }
+    return { ...base, available: true, binary, version };
+  }
+
+  /**
+   * Doctor check (AG-6, HB-1): initialize and, unless `withSession` is false, session/new (no MCP servers) +
+   * session/close where the agent supports closing, then stop the process. Sends no prompt, so no inference is spent.
+   * Rejects with an AgentStartError saying what failed.
+   */
+  async probeSession(
+    cwd: string = process.cwd(),
+    opts: { withSession?: boolean; signal?: AbortSignal } = {},
+  ): Promise<AcpSessionProbe> {
+    const proc = await AcpProcess.start({
+      agentName: this.name,
+      config: this.config,
+      cwd,
+      logger: this.logger,
+      signal: opts.signal,
+      handlers: { onUpdate: () => {}, onPermission: () => ({ outcome: { outcome: 'cancelled' } }) },
+    });
+    try {
+      const init = proc.initializeResult;
+      if (opts.withSession !== false) {
+        const created = await proc.startupStep(
+          'session/new',
+          proc.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }),
+          opts.signal,
+        );
+        if (init?.agentCapabilities?.sessionCapabilities?.close)
+          await proc.startupStep(
+            'session/close',
+            proc.agent.request(acp.methods.agent.session.close, { sessionId: created.sessionId }),
+            opts.signal,
+          );
+      }
+      return { version: init?.agentInfo?.version, loadSession: init?.agentCapabilities?.loadSession === true };
+    } finally {
+      await proc.stop();
+    }
+  }
+
+  private async versionFlag(binary: string): Promise<string | undefined> {
+    const group = spawnGroup(binary, ['--version'], {
+      env: agentEnvironment(this.config.env),
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    group.child.on('error', () => {});
+    let out = '';
+    group.child.stdout?.setEncoding('utf8');
+    group.child.stdout?.on('data', (d: string) => {
+      if (out.length < VERSION_OUTPUT_MAX_BYTES) out += d;
+    });
+    const timer = setTimeout(() => void group.stop(), VERSION_PROBE_TIMEOUT_MS);
+    const exit = await group.exited;
+    clearTimeout(timer);
+    await group.stop();
+    if (exit.code !== 0) return undefined;
+    return VERSION_PATTERN.exec(out)?.[0];
+  }
+}

@@ -1,0 +1,33 @@
+// Known ACP agents, configured by command. Binaries resolve from PATH; users may override any key in config.json.
+import type { AcpConfig } from './config.ts';
+
+/** An MCP server name nobody uses: as Gemini CLI's allow-list it admits none of the user's servers. */
+export const NO_MCP_SERVER = 'baton-allows-no-mcp-servers';
+
+export const ACP_PRESETS = {
+  /**
+   * Gemini CLI's ACP mode (AG-5 through AG-4). AG-7: the user's own MCP servers (settings.json) are filtered out by an
+   * allow-list naming no real server, and extensions (which bring MCP servers, hooks and skills) are off.
+   * Antigravity's `agy` is command-compatible.
+   */
+  gemini: {
+    command: ['gemini', '--acp', '--allowed-mcp-server-names', NO_MCP_SERVER, '--extensions', 'none'],
+  },
+  /**
+   * OpenCode as an ACP agent (AG-3; the HTTP-server adapter is a separate kind). `--pure`: no external plugins (AG-7).
+   * MCP servers in the user's own opencode config are still started by opencode: ACP offers no way to turn them off.
+   */
+  'opencode-acp': { command: ['opencode', 'acp', '--pure'] },
+  /** DeepSeek Harness: its native ACP stdio agent (`dsh acp`, dsh ≥ 0.1.6). */
+  dsh: { command: ['dsh', 'acp'] },
+} as const satisfies Record<string, AcpConfig>;
+
+export type AcpPresetName = keyof typeof ACP_PRESETS;
+
+/** Binaries known to answer `--version` without starting anything (others report initialize's agentInfo.version). */
+export const VERSION_FLAG_BINARIES: ReadonlySet<string> = new Set(['gemini', 'agy', 'opencode', 'dsh']);
+
+export function acpPreset(name: string): AcpConfig | undefined {
+  const preset = (ACP_PRESETS as Record<string, AcpConfig>)[name];
+  return preset && { command: [...preset.command] };
+}

@@ -1,0 +1,419 @@
+// The OpenCode agent kind (AG-3): baton drives OpenCode through its HTTP server API. Either baton starts a private
+// `opencode serve` (127.0.0.1, a port the OS picks, a random password, an isolated home: AG-9) or it uses a server the
+// user runs (`serverUrl`). A round is one message in one session; cancel is the session abort; events come from the
+// server's event stream.
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { type AuthMirror, mirrorAuthFile } from '../../lib/auth-mirror.ts';
+import { readLines } from '../../lib/jsonl.ts';
+import type { Logger } from '../../lib/log.ts';
+import { ensurePrivateDir, writePrivateFile } from '../../lib/private-fs.ts';
+import { spawnGroup } from '../../lib/process-group.ts';
+import { redactError } from '../../lib/redact.ts';
+import { statusLine } from '../../lib/text.ts';
+import type {
+  Agent,
+  AgentContext,
+  AgentEvent,
+  AgentProbe,
+  AgentSession,
+  OpenSessionOptions,
+  ToolFamily,
+  TurnOptions,
+} from '../agent.ts';
+import { OpenCodeClient, type OpenCodeEvent, type Part } from './client.ts';
+import { startOpenCodeServer } from './serve.ts';
+
+/** Wait for the turn to go idle after an abort before the cancel counts as unacknowledged (TE-8). */
+export const DEFAULT_CANCEL_GRACE_MS = 5_000;
+const VERSION_PROBE_TIMEOUT_MS = 15_000;
+const MODEL_PATTERN = /^[^/\s]+\/\S+$/;
+const PERMISSION_DENIED_MESSAGE = 'baton runs this task unattended and denies permission requests; continue without it';
+const VERSION_PATTERN = /\b\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?\b/;
+
+export const openCodeConfigSchema = z.strictObject({
+  /** The opencode binary (default `opencode` on PATH). */
+  binary: z.string().min(1).optional(),
+  /** Use this running server instead of starting one; its password comes from OPENCODE_SERVER_PASSWORD. */
+  serverUrl: z.url({ protocol: /^https?$/ }).optional(),
+  /** `provider/model`, passed on every message (a bad model otherwise sticks to a session). */
+  model: z.string().regex(MODEL_PATTERN, 'model must be "provider/model"').optional(),
+  /** Extra environment for a server baton starts (for example OPENCODE_CONFIG_CONTENT). */
+  env: z.record(z.string(), z.string()).optional(),
+  cancelGraceMs: z.int().min(0).max(600_000).optional(),
+});
+
+export type OpenCodeAgentConfig = z.infer<typeof openCodeConfigSchema>;
+
+export const openCodeAgentKind = {
+  configSchema: openCodeConfigSchema,
+  create: (name: string, config: OpenCodeAgentConfig, ctx: AgentContext): Agent => new OpenCodeAgent(name, config, ctx),
+};
+
+// AG-7: no project opencode.json (it could add MCP servers or plugins), no Claude Code compatibility, no downloads.
+const QUIET_ENV = {
+  OPENCODE_DISABLE_PROJECT_CONFIG: '1',
+  OPENCODE_DISABLE_AUTOUPDATE: '1',
+  OPENCODE_DISABLE_SHARE: '1',
+  OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+  OPENCODE_DISABLE_CLAUDE_CODE: '1',
+  OPENCODE_DISABLE_EXTERNAL_SKILLS: '1',
+};
+
+export class OpenCodeAgent implements Agent {
+  readonly kind = 'opencode';
+  readonly name: string;
+  private readonly config: OpenCodeAgentConfig;
+  private readonly ctx: AgentContext;
+
+  constructor(name: string, config: OpenCodeAgentConfig, ctx: AgentContext) {
+    this.name = name;
+    this.config = config;
+    this.ctx = ctx;
+  }
+
+  /** AG-6: binary and version (and server health when a URL is configured); never spends inference. */
+  async probe(): Promise<AgentProbe> {
+    const base: AgentProbe = { name: this.name, kind: this.kind, available: false, login: 'unknown' };
+    const binary = this.config.binary ?? 'opencode';
+    let version: string | undefined;
+    try {
+      version = await binaryVersion(binary);
+    } catch (err) {
+      if (!this.config.serverUrl) return { ...base, binary, detail: redactError(err) };
+    }
+    if (this.config.serverUrl) {
+      try {
+        const h = await this.remoteClient().health({ timeoutMs: 10_000 });
+        return { ...base, available: h.healthy === true, binary, version: h.version ?? version };
+      } catch (err) {
+        return { ...base, binary, version, detail: `server ${this.config.serverUrl}: ${redactError(err)}` };
+      }
+    }
+    return { ...base, available: version !== undefined, binary, version };
+  }
+
+  async openSession(opts: OpenSessionOptions): Promise<AgentSession> {
+    const model = opts.model ?? this.config.model;
+    if (model !== undefined && !MODEL_PATTERN.test(model))
+      throw new Error(
+        `OpenCode models are named "provider/model" (for example anthropic/claude-sonnet-4-5), not "${model}"`,
+      );
+    let client: OpenCodeClient;
+    let stop: () => Promise<void> = async () => {};
+    if (this.config.serverUrl) {
+      client = this.remoteClient();
+    } else {
+      const home = this.prepareHome();
+      const server = await startOpenCodeServer({
+        binary: this.config.binary ?? 'opencode',
+        env: home.env,
+        cwd: opts.cwd,
+        signal: opts.signal,
+        onProcessGroup: opts.onProcessGroup,
+      }).catch((err) => {
+        home.auth.writeBack();
+        throw err;
+      });
+      client = server.client;
+      stop = async () => {
+        await server.stop();
+        // Only once opencode has exited can its copy of the login no longer change.
+        home.auth.writeBack();
+      };
+    }
+    try {
+      const directory = opts.cwd;
+      let id: string;
+      if (opts.resume) {
+        const s = await client.getSession(opts.resume, { directory }, { signal: opts.signal });
+        if (s.directory !== directory)
+          throw new Error(`OpenCode session ${opts.resume} belongs to another directory; it cannot be resumed here`);
+        id = s.id;
+      } else {
+        id = (await client.createSession({ title: 'baton' }, { directory }, { signal: opts.signal })).id;
+      }
+      return new OpenCodeSession(client, id, directory, model, {
+        cancelGraceMs: this.config.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
+        logger: this.ctx.logger,
+        stop,
+      });
+    } catch (err) {
+      await stop();
+      throw err;
+    }
+  }
+
+  private remoteClient(): OpenCodeClient {
+    return new OpenCodeClient({
+      baseUrl: this.config.serverUrl!,
+      username: process.env.OPENCODE_SERVER_USERNAME || 'opencode',
+      password: process.env.OPENCODE_SERVER_PASSWORD,
+    });
+  }
+
+  /**
+   * AG-9: a private home per agent name (dirs 0700, files 0600) with XDG dirs, a copy of the user's OpenCode login
+   * (written back on close only under AG-9's rule) and a minimal config that turns off updates and sharing. Sessions
+   * persist there, so `resume` works across restarts.
+   */
+  private prepareHome(): { env: NodeJS.ProcessEnv; auth: AuthMirror } {
+    const safeName = this.name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
+    const home = ensurePrivateDir(join(this.ctx.stateDir, 'homes', 'opencode', safeName));
+    const dirs = {
+      HOME: ensurePrivateDir(join(home, 'home')),
+      XDG_CONFIG_HOME: ensurePrivateDir(join(home, 'config')),
+      XDG_DATA_HOME: ensurePrivateDir(join(home, 'data')),
+      XDG_CACHE_HOME: ensurePrivateDir(join(home, 'cache')),
+      XDG_STATE_HOME: ensurePrivateDir(join(home, 'state')),
+    };
+    const userAuth = join(process.env.XDG_DATA_HOME || join(homedir(), '.local', 'share'), 'opencode', 'auth.json');
+    const auth = mirrorAuthFile(userAuth, join(ensurePrivateDir(join(dirs.XDG_DATA_HOME, 'opencode')), 'auth.json'));
+    const config: Record<string, unknown> = {
+      $schema: 'https://opencode.ai/config.json',
+      autoupdate: false,
+      share: 'disabled',
+    };
+    if (this.config.model) config.model = this.config.model;
+    writePrivateFile(
+      join(ensurePrivateDir(join(dirs.XDG_CONFIG_HOME, 'opencode')), 'opencode.json'),
+      JSON.stringify(config),
+    );
+    const env: NodeJS.ProcessEnv = {};
+    for (const [k, v] of Object.entries(process.env))
+      if (!k.startsWith('BATON_') && !k.startsWith('OPENCODE_')) env[k] = v;
+    return { env: { ...env, ...dirs, ...QUIET_ENV, ...this.config.env }, auth };
+  }
+}
+
+interface SessionOptions {
+  cancelGraceMs: number;
+  logger: Logger;
+  stop: () => Promise<void>;
+}
+
+class OpenCodeSession implements AgentSession {
+  readonly id: string;
+  private readonly client: OpenCodeClient;
+  private readonly directory: string;
+  private readonly model: { providerID: string; modelID: string } | undefined;
+  private readonly opts: SessionOptions;
+  private closed = false;
+
+  constructor(client: OpenCodeClient, id: string, directory: string, model: string | undefined, opts: SessionOptions) {
+    this.client = client;
+    this.id = id;
+    this.directory = directory;
+    this.opts = opts;
+    if (model) {
+      const slash = model.indexOf('/');
+      this.model = { providerID: model.slice(0, slash), modelID: model.slice(slash + 1) };
+    }
+  }
+
+  async *turn(prompt: string, opts: TurnOptions): AsyncIterable<AgentEvent> {
+    yield { kind: 'session', id: this.id };
+    const stream = new AbortController();
+    const { opened, events } = this.client.events({ directory: this.directory }, stream.signal);
+    const iterator = events[Symbol.asyncIterator]();
+    const first = iterator.next();
+    let outcome: 'succeeded' | 'failed' | 'cancelled' = 'succeeded';
+    let error: string | undefined;
+    let acknowledged: boolean | undefined;
+    try {
+      await opened;
+      await this.client.promptAsync(
+        this.id,
+        { parts: [{ type: 'text', text: prompt }], ...(this.model ? { model: this.model } : {}) },
+        { directory: this.directory },
+        { signal: opts.signal },
+      );
+      yield { kind: 'status', text: 'OpenCode: working' };
+      const tools = new Map<string, 'started' | 'ended'>();
+      let busySeen = false;
+      let abortedAt: number | undefined;
+      let pending = first;
+      const abortTurn = async () => {
+        abortedAt = Date.now();
+        await this.client.abort(this.id, { directory: this.directory }).catch(() => false);
+      };
+      // The abort wakes the wait below at once, so an OpenCode that never answers it still ends the turn after the grace.
+      const aborted = new Promise<'abort'>((resolve) => {
+        const onAbort = () => {
+          void abortTurn();
+          resolve('abort');
+        };
+        if (opts.signal.aborted) onAbort();
+        else opts.signal.addEventListener('abort', onAbort, { once: true });
+        stream.signal.addEventListener('abort', () => opts.signal.removeEventListener('abort', onAbort), {
+          once: true,
+        });
+      });
+      for (;;) {
+        const graceLeft = abortedAt === undefined ? undefined : abortedAt + this.opts.cancelGraceMs - Date.now();
+        const next = await raceTimeout(abortedAt === undefined ? Promise.race([pending, aborted]) : pending, graceLeft);
+        if (next === 'abort') continue;
+        if (next === 'timeout') {
+          outcome = 'cancelled';
+          acknowledged = false;
+          break;
+        }
+        if (next.done) {
+          if (abortedAt !== undefined) {
+            outcome = 'cancelled';
+            acknowledged = false;
+          } else {
+            outcome = 'failed';
+            error = 'the OpenCode event stream ended before the turn finished';
+          }
+          break;
+        }
+        pending = iterator.next();
+        const ev = next.value as OpenCodeEvent;
+        const props = (ev as { properties?: { sessionID?: string } }).properties;
+        if (props?.sessionID !== this.id) continue;
+        if (ev.type === 'session.status') {
+          if (ev.properties.status.type === 'busy') busySeen = true;
+          else if (ev.properties.status.type === 'retry')
+            yield { kind: 'status', text: 'OpenCode: retrying the model' };
+          else if (ev.properties.status.type === 'idle' && busySeen) break;
+        } else if (ev.type === 'session.idle') {
+          if (busySeen) break;
+        } else if (ev.type === 'session.error') {
+          const name = ev.properties.error?.name;
+          if (name === 'MessageAbortedError') outcome = 'cancelled';
+          else {
+            outcome = 'failed';
+            const detail = (ev.properties.error?.data as { message?: string } | undefined)?.message;
+            error = statusLine(`${name ?? 'error'}${detail ? `: ${detail}` : ''}`);
+            yield { kind: 'error', message: error };
+          }
+        } else if (ev.type === 'message.part.updated') {
+          yield* partEvents(ev.properties.part, tools);
+        } else if (ev.type === 'permission.asked') {
+          // TE-11: no policy lets a delegated OpenCode turn widen its own permissions; the model sees a rejection.
+          await this.client
+            .replyPermission(
+              ev.properties.id,
+              { reply: 'reject', message: PERMISSION_DENIED_MESSAGE },
+              { directory: this.directory },
+            )
+            .catch(() => false);
+          yield { kind: 'permission', decision: 'denied', what: statusLine(ev.properties.permission) };
+        } else if (ev.type === 'question.asked') {
+          await this.client.rejectQuestion(ev.properties.id, { directory: this.directory }).catch(() => false);
+          yield { kind: 'permission', decision: 'denied', what: 'question to the user' };
+        }
+      }
+      if (abortedAt !== undefined && acknowledged === undefined) {
+        outcome = 'cancelled';
+        acknowledged = true;
+      }
+      if (outcome !== 'cancelled') {
+        const final = await this.finalAnswer();
+        if (final.usage) yield final.usage;
+        if (final.text) yield { kind: 'message', text: final.text };
+        if (final.error && outcome === 'succeeded') {
+          outcome = final.error === 'MessageAbortedError' ? 'cancelled' : 'failed';
+          error = final.error;
+        }
+      }
+    } catch (err) {
+      outcome = opts.signal.aborted ? 'cancelled' : 'failed';
+      error = redactError(err);
+    } finally {
+      stream.abort();
+    }
+    yield {
+      kind: 'end',
+      outcome,
+      ...(error ? { error } : {}),
+      ...(acknowledged !== undefined ? { acknowledged } : {}),
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.opts.stop();
+  }
+
+  /** The last assistant message of the session: its visible text, usage and error, read back from the server. */
+  private async finalAnswer(): Promise<{ text: string; usage?: AgentEvent; error?: string }> {
+    const messages = await this.client.listMessages(this.id, { directory: this.directory, limit: 10 });
+    const last = [...messages].reverse().find((m) => m.info.role === 'assistant');
+    if (last?.info.role !== 'assistant') return { text: '' };
+    const text = last.parts
+      .filter((p) => p.type === 'text' && !p.synthetic && !p.ignored)
+      .map((p) => (p as { text: string }).text)
+      .join('');
+    const t = last.info.tokens;
+    return {
+      text,
+      usage: { kind: 'usage', inputTokens: t?.input, outputTokens: t?.output, costUsd: last.info.cost },
+      error: last.info.error?.name,
+    };
+  }
+}
+
+/** Tool lifecycle without arguments, outputs or paths; text and reasoning parts are not events here. */
+function* partEvents(part: Part, tools: Map<string, 'started' | 'ended'>): Generator<AgentEvent> {
+  if (part.type !== 'tool') return;
+  const family = toolFamily(part.tool);
+  const seen = tools.get(part.callID);
+  const status = part.state.status;
+  if ((status === 'pending' || status === 'running') && !seen) {
+    tools.set(part.callID, 'started');
+    yield { kind: 'tool', phase: 'start', family };
+  } else if ((status === 'completed' || status === 'error') && seen !== 'ended') {
+    if (!seen) yield { kind: 'tool', phase: 'start', family };
+    tools.set(part.callID, 'ended');
+    yield { kind: 'tool', phase: 'end', family, ok: status === 'completed' };
+  }
+}
+
+function toolFamily(tool: string): ToolFamily {
+  if (tool === 'bash') return 'command';
+  if (tool === 'edit' || tool === 'write' || tool === 'patch' || tool === 'multiedit') return 'patch';
+  if (tool === 'webfetch' || tool === 'websearch') return 'web';
+  if (tool === 'task') return 'subagent';
+  return 'other';
+}
+
+async function raceTimeout<T>(p: Promise<T>, ms: number | undefined): Promise<T | 'timeout'> {
+  if (ms === undefined) return p;
+  if (ms <= 0) return 'timeout';
+  let timer: NodeJS.Timeout | undefined;
+  const t = new Promise<'timeout'>((r) => {
+    timer = setTimeout(() => r('timeout'), ms);
+  });
+  try {
+    return await Promise.race([p, t]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function binaryVersion(binary: string): Promise<string> {
+  const group = spawnGroup(binary, ['--version'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let spawnError: Error | undefined;
+  group.child.once('error', (err) => {
+    spawnError = err;
+  });
+  readLines(group.child.stdout!, {
+    maxLineBytes: 4096,
+    onLine: (l) => {
+      out += `${l.toString('utf8')}\n`;
+    },
+    onError: () => {},
+  });
+  const timer = setTimeout(() => void group.stop(1_000), VERSION_PROBE_TIMEOUT_MS);
+  const exit = await group.exited;
+  clearTimeout(timer);
+  if (spawnError) throw new Error(`binary "${binary}" could not be started: ${spawnError.message}`);
+  const m = VERSION_PATTERN.exec(out);
+  if (exit.code !== 0 || !m) throw new Error(`"${binary} --version" did not report a version`);
+  return m[0];
+}

@@ -1,0 +1,145 @@
+// The task engine driving an ACP agent (the scripted test agent, configured through the registry like config.json
+// does): run → events and result → continue (a fresh agent process loads the session and sees the history) →
+// cancel acknowledged → cancel ignored (abandoned, the whole group stopped). The MCP-level hub e2e builds on this.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { createAgent } from '../../src/agents/registry.ts';
+import { Engine, type TaskView } from '../../src/core/engine.ts';
+import { Store } from '../../src/core/store.ts';
+import { silentLogger } from '../../src/lib/log.ts';
+import { ensurePrivateDir } from '../../src/lib/private-fs.ts';
+
+const CALLER = 'tester';
+const FIXTURE = fileURLToPath(new URL('../fixtures/acp-test-agent.ts', import.meta.url));
+
+async function settle(engine: Engine, taskId: string): Promise<TaskView> {
+  let after = 0;
+  for (;;) {
+    const page = await engine.wait(CALLER, taskId, after, 20_000);
+    after = page.nextCursor;
+    if (['succeeded', 'failed', 'cancelled', 'interrupted'].includes(page.state) && !page.hasMore) return page;
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+test('engine + ACP agent: run, continue in a fresh process, cancel acknowledged, cancel ignored', async (t) => {
+  const root = mkdtempSync(join(tmpdir(), 'baton-acp-engine-'));
+  const stateDir = ensurePrivateDir(join(root, 'state'));
+  const work = ensurePrivateDir(join(root, 'work'));
+  const record = join(root, 'record.jsonl');
+  const records = () =>
+    readFileSync(record, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  const store = new Store(join(stateDir, 'baton.db'));
+  const agent = createAgent(
+    'scripted',
+    {
+      kind: 'acp',
+      command: [process.execPath, FIXTURE],
+      env: { ACP_TEST_AGENT_RECORD: record, ACP_TEST_AGENT_STATE: ensurePrivateDir(join(root, 'agent-state')) },
+      cancelGraceMs: 500,
+    },
+    { stateDir, logger: silentLogger },
+  );
+  const engine = new Engine({
+    store,
+    agents: new Map([['scripted', agent]]),
+    reachable: () => ['scripted'],
+    roots: [root],
+    stateDir,
+    logger: silentLogger,
+    idleTimeoutMs: 0,
+    hardTimeoutMs: 0,
+    cancelGraceMs: 5_000,
+  });
+  t.after(async () => {
+    await engine.close();
+    store.db.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  const first = JSON.stringify({
+    steps: [
+      { plan: [{ content: 'Look around', status: 'in_progress', priority: 'high' }] },
+      { tool: { kind: 'execute', title: 'cat /very/secret/path' } },
+      { permission: { kind: 'edit', title: 'edit /very/secret/path' } },
+      { chunks: [' First', ' result'] },
+    ],
+  });
+  const run = engine.run(CALLER, { prompt: first, cwd: work, idempotencyKey: 'k1' });
+  const done = await settle(engine, run.taskId);
+  assert.equal(done.state, 'succeeded', String(done.error));
+  const result = engine.result(CALLER, run.taskId);
+  assert.equal(result.available && result.text, 'permission:denied First result');
+  const status = engine.status(CALLER, run.taskId);
+  assert.match(String(status.sessionId), /^test-/);
+  const kinds = status.events.map((e) => e.kind);
+  for (const kind of ['status', 'tool', 'permission']) assert.ok(kinds.includes(kind), `${kind} event stored`);
+  assert.ok(!JSON.stringify(status.events).includes('secret'), 'no arguments, outputs or paths stored');
+
+  // Continue: a new agent process loads the saved session and sees the earlier prompt.
+  engine.continue(CALLER, {
+    taskId: run.taskId,
+    prompt: JSON.stringify({ steps: [{ history: true }] }),
+    idempotencyKey: 'k2',
+  });
+  const second = await settle(engine, run.taskId);
+  assert.equal(second.state, 'succeeded', String(second.error));
+  assert.equal(second.sessionId, status.sessionId);
+  const resumed = engine.result(CALLER, run.taskId);
+  assert.equal(resumed.available && resumed.text, 'history:1');
+  assert.equal(records().filter((r) => r.event === 'session/load').length, 1);
+
+  // Cancel acknowledged by the agent.
+  engine.continue(CALLER, {
+    taskId: run.taskId,
+    prompt: JSON.stringify({ steps: [{ stall: true }] }),
+    idempotencyKey: 'k3',
+  });
+  await waitForRecord(records, 'stalling', 1);
+  engine.cancel(CALLER, run.taskId);
+  const cancelled = await settle(engine, run.taskId);
+  assert.equal(cancelled.state, 'cancelled');
+  let rounds = engine.status(CALLER, run.taskId).rounds as Array<{ abandoned?: boolean }>;
+  assert.equal(rounds.at(-1)?.abandoned, false);
+
+  // Cancel ignored: abandoned after the grace, and the agent's whole group (with a grandchild) is stopped.
+  engine.continue(CALLER, {
+    taskId: run.taskId,
+    prompt: JSON.stringify({ steps: [{ spawnChild: true }, { ignoreCancel: true }] }),
+    idempotencyKey: 'k4',
+  });
+  await waitForRecord(records, 'ignoring-cancel', 1);
+  engine.cancel(CALLER, run.taskId);
+  const abandoned = await settle(engine, run.taskId);
+  assert.equal(abandoned.state, 'cancelled');
+  rounds = engine.status(CALLER, run.taskId).rounds as Array<{ abandoned?: boolean }>;
+  assert.equal(rounds.at(-1)?.abandoned, true);
+  const stuck = records().filter((r) => r.event === 'ignoring-cancel')[0] as { pid: number };
+  const grandchild = records().find((r) => r.event === 'grandchild') as { grandchildPid: number };
+  assert.equal(pidAlive(stuck.pid), false);
+  assert.equal(pidAlive(grandchild.grandchildPid), false);
+});
+
+/** Bounded poll on the agent's record file (it has no event to await from here). */
+async function waitForRecord(records: () => Record<string, unknown>[], event: string, count: number): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (records().filter((r) => r.event === event).length < count) {
+    if (Date.now() > deadline) assert.fail(`the agent never recorded "${event}"`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -1,0 +1,124 @@
+// The ACP adapter driving the real OpenCode (`opencode acp`) offline against the scripted chat-completions mock.
+// One binary start serves every turn below.
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { ACP_PRESETS, AcpAgent, type AcpAgentSession, acpConfigSchema, acpPreset } from '../../src/agents/acp/index.ts';
+import { silentLogger } from '../../src/lib/log.ts';
+import { isGroupAlive } from '../../src/lib/process-group.ts';
+import { type ChatMock, MOCK_MODEL_ALT, opencodeEnv, startChatMock } from '../mock-models/chat-completions.ts';
+import { Gate } from '../mock-models/server.ts';
+import { bins } from '../support/bins.ts';
+import { runTurn } from './acp-support.ts';
+
+describe('ACP adapter with the real opencode acp', () => {
+  let mock: ChatMock;
+  let session: AcpAgentSession;
+  let agent: AcpAgent;
+  let root: string;
+  let agentEnv: Record<string, string>;
+  let cwd: string;
+  const pgids: number[] = [];
+
+  before(async () => {
+    mock = await startChatMock();
+    root = mkdtempSync(join(tmpdir(), 'baton-acp-opencode-'));
+    cwd = join(root, 'work');
+    mkdirSync(cwd);
+    agentEnv = opencodeEnv(join(root, 'oc'), mock);
+    agent = new AcpAgent(
+      'opencode-acp',
+      acpConfigSchema.parse({
+        command: [bins.opencode(), ...ACP_PRESETS['opencode-acp'].command.slice(1)],
+        env: agentEnv,
+        cancelGraceMs: 30_000,
+      }),
+      { logger: silentLogger },
+    );
+    session = await agent.openSession({
+      cwd,
+      sandbox: 'workspace-write',
+      model: `mock/${MOCK_MODEL_ALT}`,
+      signal: new AbortController().signal,
+      onProcessGroup: (p) => pgids.push(p),
+    });
+  });
+
+  after(async () => {
+    await session?.close();
+    await mock?.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  test('one turn end to end in the chosen model: streamed text and token usage', async () => {
+    mock.script.push({ type: 'text', chunks: ['Hello ', 'from ', 'OpenCode'] });
+    const { events, end, text } = await runTurn(session, 'say hello');
+    assert.deepEqual(end, { kind: 'end', outcome: 'succeeded' });
+    assert.equal(text, 'Hello from OpenCode');
+    assert.ok(session.id?.startsWith('ses_'));
+    assert.deepEqual(events[0], { kind: 'session', id: session.id });
+    assert.ok(events.some((e) => e.kind === 'usage' && e.inputTokens === 11 && e.outputTokens === 7));
+    const main = mock.mainCalls().at(-1)!;
+    assert.match(JSON.stringify(main.body), /say hello/);
+    assert.equal((main.body as { model: string }).model, MOCK_MODEL_ALT, 'the model chosen at open is used');
+  });
+
+  test('continue after the process is gone: session/load in a new process carries the history', async () => {
+    const id = session.id!;
+    await session.close();
+    assert.equal(isGroupAlive(pgids[0]!), false);
+    session = await agent.openSession({
+      cwd,
+      sandbox: 'workspace-write',
+      resume: id,
+      signal: new AbortController().signal,
+      onProcessGroup: (p) => pgids.push(p),
+    });
+    assert.equal(session.id, id);
+    assert.equal(pgids.length, 2);
+    mock.script.push({ type: 'text', chunks: ['resumed'] });
+    const { events, end, text } = await runTurn(session, 'what did I ask first?');
+    assert.equal(end.outcome, 'succeeded');
+    assert.equal(text, 'resumed', 'the replayed history is not surfaced as this turn');
+    assert.ok(!events.some((e) => e.kind === 'session'));
+    const body = JSON.stringify(mock.mainCalls().at(-1)!.body);
+    assert.match(body, /say hello/, 'the model sees the earlier prompt');
+    assert.match(body, /what did I ask first/);
+  });
+
+  test('cancel of a stalled turn is acknowledged; the session keeps working', async () => {
+    const gate = new Gate();
+    mock.script.push({ type: 'stall', gate, before: ['thinking'] });
+    const { end, text } = await runTurn(session, 'take your time', (e) => e.kind === 'message');
+    gate.open();
+    assert.deepEqual(end, { kind: 'end', outcome: 'cancelled', acknowledged: true });
+    assert.equal(text, 'thinking');
+
+    mock.script.push({ type: 'text', chunks: ['back'] });
+    assert.equal((await runTurn(session, 'still there?')).text, 'back');
+  });
+
+  test('the `opencode-acp` preset resolves its binary from PATH and reports its --version', async () => {
+    const binDir = join(root, 'bin');
+    mkdirSync(binDir, { recursive: true });
+    symlinkSync(bins.opencode(), join(binDir, 'opencode'));
+    const preset = acpPreset('opencode-acp')!;
+    assert.deepEqual(preset.command[0], 'opencode');
+    const PATH = [binDir, dirname(process.execPath), process.env.PATH].join(delimiter);
+    const probe = await new AcpAgent(
+      'opencode-acp',
+      { ...preset, env: { ...agentEnv, PATH } },
+      { logger: silentLogger },
+    ).probe();
+    assert.equal(probe.available, true, probe.detail);
+    assert.equal(probe.binary, join(binDir, 'opencode'));
+    assert.equal(probe.version, '1.18.33');
+  });
+  test('close stops the process group; opencode installed nothing from npm', async () => {
+    await session.close();
+    assert.equal(isGroupAlive(pgids[0]!), false);
+    assert.deepEqual(readdirSync(join(root, 'oc', 'config', 'opencode', 'node_modules')), [], 'no npm install ran');
+  });
+});

@@ -1,0 +1,178 @@
+// Runs a real hub daemon (`baton serve`) as a child process with a config the test writes, and connects the official
+// MCP SDK client to it over Streamable HTTP.
+import { once } from 'node:events';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { type ChildGroup, spawnGroup } from '../../src/lib/process-group.ts';
+import { REPO_ROOT } from './bins.ts';
+
+export const TEST_CALLERS = {
+  alice: 'alice-token-0123456789abcdef0123456789abcdef',
+  bob: 'bob-token-0123456789abcdef0123456789abcdef00',
+};
+export const CONTROL_TOKEN = 'control-token-0123456789abcdef0123456789abcd';
+
+export interface HubSetup {
+  dir: string;
+  roots: string[];
+  agents: Record<string, Record<string, unknown>>;
+  callers?: Record<string, { token: string; agents?: string[] }>;
+  limits?: { idleTimeoutMs?: number; hardTimeoutMs?: number; cancelGraceMs?: number };
+}
+
+/** Writes `<dir>/.baton/config.json` (unless it exists) and returns its path. */
+export function writeHubConfig(setup: HubSetup): string {
+  const path = join(setup.dir, '.baton', 'config.json');
+  if (existsSync(path)) return path;
+  mkdirSync(join(setup.dir, '.baton'), { recursive: true, mode: 0o700 });
+  const callers = setup.callers ?? Object.fromEntries(Object.entries(TEST_CALLERS).map(([c, token]) => [c, { token }]));
+  const config = {
+    version: 1,
+    listen: { host: '127.0.0.1', port: 0 },
+    roots: setup.roots,
+    control: { token: CONTROL_TOKEN },
+    callers,
+    agents: setup.agents,
+    limits: { idleTimeoutMs: 120_000, hardTimeoutMs: 600_000, cancelGraceMs: 3_000, ...setup.limits },
+    logLevel: 'debug',
+  };
+  writeFileSync(path, JSON.stringify(config, null, 2), { mode: 0o600 });
+  return path;
+}
+
+export interface RunningHub {
+  url: string;
+  configPath: string;
+  stateDir: string;
+  group: ChildGroup;
+  output(): string;
+  /** Graceful stop (SIGTERM → the hub stops its rounds and exits). */
+  stop(): Promise<void>;
+  /** SIGKILL of the daemon process only; its agent children live in their own groups and survive. */
+  kill(): Promise<void>;
+}
+
+export async function startHub(
+  t: Pick<TestContext, 'after'>,
+  setup: HubSetup,
+  env: NodeJS.ProcessEnv = {},
+): Promise<RunningHub> {
+  const configPath = writeHubConfig(setup);
+  const group = spawnGroup(process.execPath, [join(REPO_ROOT, 'bin', 'baton.js'), '--config', configPath, 'serve'], {
+    cwd: setup.dir,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  group.child.stdout!.on('data', (d) => {
+    out += d;
+  });
+  group.child.stderr!.on('data', (d) => {
+    out += d;
+  });
+  const stop = async () => {
+    if (group.child.exitCode === null && group.child.signalCode === null) {
+      group.child.kill('SIGTERM');
+      await Promise.race([group.exited, new Promise((r) => setTimeout(r, 20_000))]);
+    }
+    await group.stop(2_000);
+  };
+  t.after(stop);
+  const url = await new Promise<string>((resolve, reject) => {
+    const onData = () => {
+      const m = /baton hub listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+      if (m) {
+        group.child.stdout!.off('data', onData);
+        resolve(m[1]!);
+      }
+    };
+    group.child.stdout!.on('data', onData);
+    group.exited.then((e) => reject(new Error(`hub exited (${e.code ?? e.signal}) before listening:\n${out}`)));
+  });
+  return {
+    url,
+    configPath,
+    stateDir: join(setup.dir, '.baton', 'state'),
+    group,
+    output: () => out,
+    stop,
+    kill: async () => {
+      group.child.kill('SIGKILL');
+      await once(group.child, 'exit').catch(() => {});
+    },
+  };
+}
+
+export async function connectCaller(
+  t: Pick<TestContext, 'after'>,
+  hub: RunningHub,
+  caller: string,
+  token = TEST_CALLERS[caller as keyof typeof TEST_CALLERS],
+): Promise<Client> {
+  const client = new Client({ name: `test-${caller}`, version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(`${hub.url}/mcp/${caller}`), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+  await client.connect(transport);
+  t.after(() => client.close().catch(() => {}));
+  return client;
+}
+
+/** Calls a tool and returns its structuredContent; a tool error is thrown with its text. */
+export async function call<T = Record<string, unknown>>(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<T> {
+  const res = (await client.callTool({ name, arguments: args }, undefined, { timeout: 60_000 })) as CallToolResult;
+  if (res.isError) {
+    const text = res.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
+    throw Object.assign(new Error(text), { structured: res.structuredContent });
+  }
+  return res.structuredContent as T;
+}
+
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'interrupted']);
+
+/** Follows a task with agent_wait until it is terminal; returns the final wait answer and every event seen. */
+export async function followToEnd(
+  client: Client,
+  taskId: string,
+): Promise<{ state: string; events: Array<Record<string, unknown>>; last: Record<string, unknown> }> {
+  let after = 0;
+  const events: Array<Record<string, unknown>> = [];
+  for (;;) {
+    const w = await call<{
+      state: string;
+      events: Array<Record<string, unknown>>;
+      nextCursor: number;
+      hasMore: boolean;
+    }>(client, 'agent_wait', { taskId, after, timeoutMs: 20_000 });
+    events.push(...w.events);
+    after = w.nextCursor;
+    if (TERMINAL.has(w.state) && !w.hasMore) return { state: w.state, events, last: w };
+  }
+}
+
+/** Follows a task until an event matching `match` arrives. */
+export async function waitForEvent(
+  client: Client,
+  taskId: string,
+  match: (e: Record<string, unknown>) => boolean,
+): Promise<Record<string, unknown>> {
+  let after = 0;
+  for (;;) {
+    const w = await call<{ events: Array<Record<string, unknown>>; nextCursor: number }>(client, 'agent_wait', {
+      taskId,
+      after,
+      timeoutMs: 20_000,
+    });
+    const hit = w.events.find(match);
+    if (hit) return hit;
+    after = w.nextCursor;
+  }
+}
