@@ -73,7 +73,11 @@ test('hub + claude and opencode (HTTP): run, continue in the same session, cance
   await call(alice, 'agent_continue', { taskId: o.taskId, prompt: 'which bird?', idempotencyKey: 'o2' });
   assert.equal((await followToEnd(alice, c.taskId)).state, 'succeeded');
   assert.equal((await followToEnd(alice, o.taskId)).state, 'succeeded');
-  assert.match(JSON.stringify(anthropic.messageRequests.at(-1)?.messages), /remember kestrel/, 'claude resumed its session');
+  assert.match(
+    JSON.stringify(anthropic.messageRequests.at(-1)?.messages),
+    /remember kestrel/,
+    'claude resumed its session',
+  );
   assert.match(chat.mainCalls().at(-1)!.rawBody, /remember plover/, 'opencode continued in its session');
 
   const gc = new Gate();
