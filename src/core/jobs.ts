@@ -82,6 +82,11 @@ export interface JobTableOptions {
   logger?: Logger;
   /** Time source for retention (tests move it forward instead of sleeping). */
   clock?: () => number;
+  /**
+   * Intermediate progress (phases, commentary) advances the cursor at most once per this many ms, coalesced; lifecycle
+   * changes (start, cancel, terminal) always advance it at once. 0 (default) = every change advances it.
+   */
+  statusIntervalMs?: number;
 }
 
 interface Job {
@@ -104,12 +109,15 @@ interface Job {
   pgids: Set<number>;
   sessionId?: string;
   done: Promise<void>;
+  lastBumpAt: number;
+  pendingBump?: NodeJS.Timeout;
 }
 
 export class JobTable {
   private readonly jobs = new Map<string, Job>();
   private readonly waiters = new Waiters();
   private readonly opts: Required<Omit<JobTableOptions, 'logger' | 'clock'>> & { logger: Logger };
+  private readonly statusIntervalMs: number;
   private readonly now: () => number;
   private closed = false;
 
@@ -122,8 +130,10 @@ export class JobTable {
       idleDeadlineMs: opts.idleDeadlineMs ?? 0,
       cancelWaitMs: opts.cancelWaitMs ?? 15_000,
       stopGraceMs: opts.stopGraceMs ?? DEFAULT_STOP_GRACE_MS,
+      statusIntervalMs: opts.statusIntervalMs ?? 0,
       logger: opts.logger ?? silentLogger,
     };
+    this.statusIntervalMs = this.opts.statusIntervalMs;
     this.now = opts.clock ?? Date.now;
   }
 
@@ -171,9 +181,10 @@ export class JobTable {
       cancelRequested: false,
       pgids: new Set(),
       done: Promise.resolve(),
+      lastBumpAt: 0,
     };
     this.jobs.set(job.id, job);
-    this.phase(job, `${spec.label}: started`);
+    this.phase(job, `${spec.label}: started`, true);
     job.done = this.run(job, spec);
     return { jobId: job.id, cursor: 0 };
   }
@@ -223,6 +234,7 @@ export class JobTable {
   }
 
   private async stop(job: Job): Promise<void> {
+    if (!job.cancelRequested) this.bump(job, true);
     job.cancelRequested = true;
     job.controller.abort();
     let timer: NodeJS.Timeout | undefined;
@@ -343,18 +355,35 @@ export class JobTable {
     // SE-1: the verdict is the one free text that crosses; known secrets and credential shapes are masked.
     job.result = state === 'completed' ? redact(job.result) : '';
     if (state === 'failed') job.error = safeError(error ?? job.error ?? 'unknown error');
-    this.phase(job, `${job.label}: ${state}`);
+    this.phase(job, `${job.label}: ${state}`, true);
   }
 
-  private phase(job: Job, text: string): void {
+  private phase(job: Job, text: string, lifecycle = false): void {
     const line = statusLine(redact(text));
     if (!line) return;
     job.phases.push({ cursor: job.cursor + 1, text: line });
     if (job.phases.length > KEPT_PHASES) job.phases.shift();
-    this.bump(job);
+    this.bump(job, lifecycle);
   }
 
-  private bump(job: Job): void {
+  /** Advances the cursor and wakes readers; intermediate progress is coalesced to one step per status interval. */
+  private bump(job: Job, lifecycle = false): void {
+    const now = this.now();
+    if (!lifecycle && this.statusIntervalMs > 0) {
+      if (job.pendingBump) return;
+      const wait = job.lastBumpAt + this.statusIntervalMs - now;
+      if (wait > 0) {
+        job.pendingBump = setTimeout(() => {
+          job.pendingBump = undefined;
+          this.bump(job, true);
+        }, wait);
+        job.pendingBump.unref();
+        return;
+      }
+    }
+    clearTimeout(job.pendingBump);
+    job.pendingBump = undefined;
+    job.lastBumpAt = now;
     job.cursor++;
     this.waiters.wake(job.id);
   }

@@ -26,7 +26,24 @@ import type {
   TurnOptions,
 } from '../agent.ts';
 import type { CodexAgentConfig } from './config.ts';
-import { prepareCodexHome, tomlValue } from './home.ts';
+import { type PreparedHome, prepareCodexHome, tomlValue } from './home.ts';
+
+/**
+ * Options for callers that embed the Codex agent (the Codex provider face): where the home lives and what its config
+ * says, per-session thread options, and a tap on the raw notifications of the session's thread.
+ */
+export interface CodexAgentExtras {
+  /** Prepares the isolated home instead of `<stateDir>/homes/codex-<name>`. */
+  prepareHome?: (opts: { cwd?: string }) => PreparedHome;
+  /** Developer instructions of a new thread (thread/start only; a resumed thread keeps its own). */
+  developerInstructions?: string;
+  /** Approval policy of the thread (default "never"); approval requests are declined either way. */
+  approvalPolicy?: string;
+  /** Config overrides of the thread (thread/start and thread/resume `config`). */
+  threadConfig?: Record<string, string | number | boolean>;
+  /** Every notification about the session's thread, before it is mapped (correlated activity). */
+  onThreadNotification?: (method: string, params: Record<string, unknown>) => void;
+}
 
 /** Grace after turn/interrupt before the process group is stopped (TE-8). */
 export const DEFAULT_CANCEL_GRACE_MS = 5_000;
@@ -65,7 +82,7 @@ const PASSED_ENV = [
   'CODEX_API_KEY',
 ];
 
-function childEnv(config: CodexAgentConfig, codexHome: string): NodeJS.ProcessEnv {
+export function childEnv(config: CodexAgentConfig, codexHome: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const key of PASSED_ENV) if (process.env[key] !== undefined) env[key] = process.env[key];
   const envKey = config.modelProvider?.envKey;
@@ -145,7 +162,7 @@ const DECLINES: Record<string, { what: string; answer: unknown }> = {
 };
 
 /** A single-consumer async queue: the turn's producer pushes, the iterator pulls. */
-class EventQueue<T> implements AsyncIterable<T> {
+export class EventQueue<T> implements AsyncIterable<T> {
   private readonly items: T[] = [];
   private wake: (() => void) | undefined;
   private ended = false;
@@ -192,6 +209,7 @@ class CodexSession implements AgentSession {
   private readonly config: CodexAgentConfig;
   private readonly ctx: AgentContext;
   private readonly writeBackAuth: () => boolean;
+  private readonly extras: CodexAgentExtras;
   private active: ActiveTurn | undefined;
   private lost: Error | undefined;
   private closing: Promise<void> | undefined;
@@ -203,7 +221,9 @@ class CodexSession implements AgentSession {
     ctx: AgentContext,
     writeBackAuth: () => boolean,
     initializeTimeoutMs: number,
+    extras: CodexAgentExtras = {},
   ) {
+    this.extras = extras;
     this.group = group;
     this.config = config;
     this.ctx = ctx;
@@ -228,12 +248,16 @@ class CodexSession implements AgentSession {
     const common = {
       cwd: opts.cwd,
       sandbox: opts.sandbox,
-      approvalPolicy: 'never',
+      approvalPolicy: this.extras.approvalPolicy ?? 'never',
       ...(opts.model ? { model: opts.model } : {}),
+      ...(this.extras.threadConfig ? { config: this.extras.threadConfig } : {}),
     };
+    const instructions = this.extras.developerInstructions;
     const result = (await this.client.request(
       opts.resume ? 'thread/resume' : 'thread/start',
-      opts.resume ? { threadId: opts.resume, ...common } : common,
+      opts.resume
+        ? { threadId: opts.resume, ...common }
+        : { ...common, ...(instructions ? { developerInstructions: instructions } : {}) },
       THREAD_REQUEST_TIMEOUT_MS,
     )) as { thread?: { id?: unknown } };
     const id = result?.thread?.id;
@@ -418,6 +442,7 @@ class CodexSession implements AgentSession {
   private onNotification(method: string, params: unknown): void {
     const active = this.active;
     const p = (params ?? {}) as Record<string, unknown>;
+    if (p.threadId !== undefined && p.threadId === this.id) this.extras.onThreadNotification?.(method, p);
     if (!active || p.threadId !== this.id) return;
     const push = (e: AgentEvent) => active.queue.push(e);
     switch (method) {
@@ -505,7 +530,12 @@ function endFailed(error: string): AgentEvent {
   return { kind: 'end', outcome: 'failed', error };
 }
 
-export function createCodexAgent(name: string, config: CodexAgentConfig, ctx: AgentContext): Agent {
+export function createCodexAgent(
+  name: string,
+  config: CodexAgentConfig,
+  ctx: AgentContext,
+  extras: CodexAgentExtras = {},
+): Agent {
   const initializeTimeoutMs = config.initializeTimeoutMs ?? DEFAULT_INITIALIZE_TIMEOUT_MS;
   const spawnAppServer = (codexHome: string, cwd: string) => {
     const { file, args } = commandOf(config);
@@ -570,14 +600,16 @@ export function createCodexAgent(name: string, config: CodexAgentConfig, ctx: Ag
       };
     },
     async openSession(opts: OpenSessionOptions): Promise<AgentSession> {
-      const home = prepareCodexHome(ctx.stateDir, name, config, { cwd: opts.cwd });
+      const home = extras.prepareHome
+        ? extras.prepareHome({ cwd: opts.cwd })
+        : prepareCodexHome(ctx.stateDir, name, config, { cwd: opts.cwd });
       const group = spawnAppServer(home.dir, opts.cwd);
       if (group.pgid > 0) opts.onProcessGroup?.(group.pgid);
       const spawnFailed = new Promise<never>((_, reject) =>
         group.child.once('error', (err) => reject(new Error(`could not start Codex: ${err.message}`))),
       );
       spawnFailed.catch(() => {});
-      const session = new CodexSession(group, config, ctx, home.writeBackAuth, initializeTimeoutMs);
+      const session = new CodexSession(group, config, ctx, home.writeBackAuth, initializeTimeoutMs, extras);
       const onAbort = () => void session.close();
       opts.signal.addEventListener('abort', onAbort, { once: true });
       try {

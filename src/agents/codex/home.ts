@@ -62,7 +62,7 @@ export function minimalCodexConfig(config: CodexAgentConfig, untrustedProjects: 
   return `# Written by baton for an isolated Codex run; rewritten at every start.\n${lines.join('\n')}\n`;
 }
 
-function providerTable(p: CodexModelProvider): string[] {
+export function providerTable(p: CodexModelProvider): string[] {
   const lines = [
     `[model_providers.${p.id}]`,
     `name = ${tomlString(p.name ?? p.id)}`,
@@ -128,12 +128,22 @@ export function prepareCodexHome(
   stateDir: string,
   agentName: string,
   config: CodexAgentConfig,
-  opts: { cwd?: string } = {},
+  opts: {
+    cwd?: string;
+    /** The home directory itself (default `<stateDir>/homes/codex-<agentName>`). */
+    dir?: string;
+    /** Renders config.toml (default the agent's minimal config) given the untrusted project paths. */
+    renderConfig?: (untrustedProjects: readonly string[]) => string;
+    /** Only rewrite the config; leave auth.json (and its snapshot) to whoever prepared the home first. */
+    configOnly?: boolean;
+  } = {},
 ): PreparedHome {
   const safeName = agentName.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
-  const dir = ensurePrivateDir(join(stateDir, 'homes', `codex-${safeName}`));
+  const dir = ensurePrivateDir(opts.dir ?? join(stateDir, 'homes', `codex-${safeName}`));
   const untrusted = rememberUntrustedProjects(dir, opts.cwd ? projectPathsOf(opts.cwd) : []);
-  writePrivateFile(join(dir, CONFIG_FILE), minimalCodexConfig(config, untrusted));
+  const render = opts.renderConfig ?? ((projects: readonly string[]) => minimalCodexConfig(config, projects));
+  writePrivateFile(join(dir, CONFIG_FILE), render(untrusted));
+  if (opts.configOnly) return { dir, writeBackAuth: () => false };
   const auth = mirrorAuthFile(join(userCodexHome(config), AUTH_FILE), join(dir, AUTH_FILE));
   return { dir, writeBackAuth: () => auth.writeBack() };
 }

@@ -8,6 +8,7 @@ export interface ProviderModule {
 export const PROVIDERS: Record<string, () => Promise<ProviderModule>> = {
   browser: () => import('./browser/server.ts'),
   claude: () => import('./claude/index.ts'),
+  codex: () => import('./codex/index.ts'),
   gemini: () => import('./gemini/index.ts'),
 };
 

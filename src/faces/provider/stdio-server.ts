@@ -28,6 +28,8 @@ export class ToolFailure extends Error {
 }
 
 export interface ToolCallContext {
+  /** The JSON-RPC id of the client's tools/call request. */
+  requestId: string | number;
   /** Aborted when the client cancels the call or the connection closes. */
   signal: AbortSignal;
   /** Sends a progress notification when the caller asked for them; throttled, latest wins. */
@@ -81,6 +83,7 @@ export async function serveProviderStdio(opts: ProviderServerOptions): Promise<v
     );
     try {
       return await tool.handler(args, {
+        requestId: extra.requestId,
         signal: controller.signal,
         progress: progress.send,
         trackGroup: (pgid) => groups.add(pgid),
@@ -154,7 +157,7 @@ export async function serveProviderStdio(opts: ProviderServerOptions): Promise<v
 type ProgressParams = { progressToken: string | number; progress: number; message: string };
 
 /** Throttles progress to one notification per interval, always delivering the latest message. */
-function progressSender(
+export function progressSender(
   token: string | number | undefined,
   send: (params: ProgressParams) => void,
 ): { send: (message: string) => void; stop: () => void } {

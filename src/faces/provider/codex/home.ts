@@ -1,0 +1,135 @@
+// The Codex provider's isolated CODEX_HOME (P-CX, AG-9): a private tree `tmp/codex-homes/` in the launch directory, a
+// copy of the user's auth.json with the conditional write-back of the agent's home module, and the minimal config P-CX
+// lists. Only the user's Fast-mode pair is ever read from their own config.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CodexModelProvider } from '../../../agents/codex/config.ts';
+import { type PreparedHome, prepareCodexHome, providerTable, tomlString } from '../../../agents/codex/home.ts';
+import { type CodexVersion, compareCodexVersions, parseCodexVersion } from '../../../codex/version.ts';
+import { ensurePrivateDir } from '../../../lib/private-fs.ts';
+
+/** `[agents] enabled = false` is a fatal parse error before this release (0.102–0.144) and needed from it on. */
+export const AGENTS_TABLE_MINIMUM_VERSION = '0.145.0';
+/** Codex releases from this one on have no `codex mcp-server`: baton serves the contract over `codex app-server`. */
+export const APP_SERVER_MINIMUM_VERSION = '0.154.0';
+
+export interface CodexHomeSettings {
+  /** Default model and reasoning effort of new sessions. */
+  model: string;
+  effort: string;
+  sandboxMode: string;
+  approvalPolicy: string;
+  workspaceNetwork: boolean;
+  /** Both user settings present: top-level `service_tier = "fast"` and `[features].fast_mode = true`. */
+  fastMode: boolean;
+  /** The probed version; null (unparsable) means modern. */
+  version: CodexVersion | null;
+  modelProvider?: CodexModelProvider;
+}
+
+/** True when the probed version needs (and tolerates) `[agents] enabled = false`; unparsable means modern. */
+export function wantsAgentsTable(version: CodexVersion | null): boolean {
+  return version === null || compareCodexVersions(version, parseCodexVersion(AGENTS_TABLE_MINIMUM_VERSION)!) >= 0;
+}
+
+export function isAppServerCodex(version: CodexVersion | null): boolean {
+  return version === null || compareCodexVersions(version, parseCodexVersion(APP_SERVER_MINIMUM_VERSION)!) >= 0;
+}
+
+/** The isolated config.toml: exactly the P-CX defaults, the operator's provider, and untrusted project entries. */
+export function renderProviderConfig(settings: CodexHomeSettings, untrustedProjects: readonly string[] = []): string {
+  const lines = [
+    `model = ${tomlString(settings.model)}`,
+    `model_reasoning_effort = ${tomlString(settings.effort)}`,
+    ...(settings.modelProvider ? [`model_provider = ${tomlString(settings.modelProvider.id)}`] : []),
+    `sandbox_mode = ${tomlString(settings.sandboxMode)}`,
+    `approval_policy = ${tomlString(settings.approvalPolicy)}`,
+    'web_search = "cached"',
+    'check_for_update_on_startup = false',
+    'allow_login_shell = false',
+    ...(settings.fastMode ? ['service_tier = "fast"'] : []),
+    '',
+    '[history]',
+    'persistence = "none"',
+    '',
+    '[analytics]',
+    'enabled = false',
+    '',
+    '[feedback]',
+    'enabled = false',
+    '',
+    '[sandbox_workspace_write]',
+    `network_access = ${settings.workspaceNetwork}`,
+    '',
+    ...(wantsAgentsTable(settings.version) ? ['[agents]', 'enabled = false', ''] : []),
+    '[features]',
+    'multi_agent = false',
+    'apps = false',
+    'plugins = false',
+    'hooks = false',
+    'skill_mcp_dependency_install = false',
+    ...(settings.fastMode ? ['fast_mode = true'] : []),
+  ];
+  if (settings.modelProvider) lines.push('', ...providerTable(settings.modelProvider));
+  for (const project of untrustedProjects)
+    lines.push('', `[projects.${tomlString(project)}]`, 'trust_level = "untrusted"');
+  return `# Written by baton for the Codex provider; rewritten at every start.\n${lines.join('\n')}\n`;
+}
+
+/**
+ * Fast mode only when the user's config has both top-level `service_tier = "fast"` and `[features] fast_mode = true`.
+ * A line scanner, not a TOML parser: anything partial, disabled, missing or unreadable leaves Standard mode.
+ */
+export function userWantsFastMode(userCodexHome: string): boolean {
+  let text: string;
+  try {
+    text = readFileSync(join(userCodexHome, 'config.toml'), 'utf8');
+  } catch {
+    return false;
+  }
+  let table = '';
+  let tier = false;
+  let fast = false;
+  for (const raw of text.split('\n')) {
+    const line = raw.replace(/\s+#.*$/, '').trim();
+    const header = /^\[\s*([^\]]+?)\s*\]$/.exec(line);
+    if (header) {
+      table = header[1]!;
+      continue;
+    }
+    const kv = /^([A-Za-z0-9_.-]+)\s*=\s*(.+)$/.exec(line);
+    if (!kv) continue;
+    const [, key, value] = kv;
+    if (table === '' && key === 'service_tier') tier = value === '"fast"' || value === "'fast'";
+    if ((table === 'features' && key === 'fast_mode') || (table === '' && key === 'features.fast_mode'))
+      fast = value === 'true';
+  }
+  return tier && fast;
+}
+
+/** `tmp/codex-homes/` in the launch directory, private (0700). */
+export function codexHomesRoot(launchDir: string): string {
+  const root = join(launchDir, 'tmp', 'codex-homes');
+  ensurePrivateDir(root);
+  return root;
+}
+
+/**
+ * (Re)writes the home's config and snapshots the user's auth.json; `writeBackAuth` applies AG-9's rule. With
+ * `configOnly` (every call after the bridge's start) auth.json is left alone, so a login Codex rotated during one call
+ * is not overwritten by the next call's copy before the bridge writes it back at exit.
+ */
+export function prepareProviderHome(
+  dir: string,
+  settings: CodexHomeSettings,
+  userCodexHome: string,
+  cwd?: string,
+  configOnly = false,
+): PreparedHome {
+  return prepareCodexHome(
+    dir,
+    'provider',
+    { userCodexHome },
+    { dir, cwd, configOnly, renderConfig: (projects) => renderProviderConfig(settings, projects) },
+  );
+}

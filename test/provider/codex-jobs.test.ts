@@ -1,0 +1,202 @@
+// Background jobs of the Codex provider (codex-start / -status / -commentary / -result / -cancel / -peek) on the real
+// current Codex and the Responses mock, through the MCP SDK client over stdio: cursor semantics with the status
+// interval, commentary and result paging, peek rows, cancel, and a disconnect that cancels jobs and reaps Codex.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ResponsesMock, type ResponsesStep, reply, stalledReply } from '../mock-models/responses.ts';
+import { Gate } from '../mock-models/server.ts';
+import { bins } from '../support/bins.ts';
+import { type Connected, connectProvider, type Layout, makeLayout } from './codex/harness.ts';
+
+let mock: ResponsesMock;
+let layout: Layout;
+let conn: Connected;
+
+before(async () => {
+  mock = await ResponsesMock.start();
+  layout = makeLayout();
+  // The default 30 s interval: intermediate progress must not move the cursor within a test, lifecycle must.
+  conn = await connectProvider(bins.codex(), layout, mock);
+});
+after(async () => {
+  await conn?.close();
+  await mock?.close();
+  layout?.cleanup();
+});
+
+interface StatusView {
+  jobId: string;
+  state: string;
+  cursor: number;
+  status: string;
+  phases: string[];
+  done: boolean;
+  commentaryEndOffset: number;
+  threadId?: string;
+}
+const sc = <T>(res: { structuredContent?: unknown }) => res.structuredContent as T;
+const status = async (jobId: string, cursor: number, wait_ms?: number) =>
+  sc<StatusView>(await conn.call('codex-status', { jobId, cursor, ...(wait_ms === undefined ? {} : { wait_ms }) }));
+
+/** A bounded poll on an observable condition (there is no event to wait on across MCP). */
+async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
+  for (let i = 0; i < 400; i++) {
+    const v = await read();
+    if (ok(v)) return v;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** Commentary, then a command, then a reply that stalls until `gate` opens. */
+function commentaryThenStall(gate: Gate, commentary: string, final: string): ResponsesStep[] {
+  return [
+    {
+      kind: 'respond',
+      output: [
+        { type: 'message', text: commentary, phase: 'commentary' },
+        { type: 'function_call', name: 'exec_command', arguments: { cmd: 'true' } },
+      ],
+    },
+    stalledReply(gate, final),
+  ];
+}
+
+test('a job: lifecycle moves the cursor at once, progress is coalesced; commentary, result and peek', async () => {
+  const gate = new Gate();
+  mock.push(...commentaryThenStall(gate, 'Reading the parser first.', 'All done: parser fixed.'));
+  const started = sc<{ jobId: string; cursor: number; next: string }>(
+    await conn.call('codex-start', { prompt: 'fix the parser', cwd: layout.workspace, sandbox: 'workspace-write' }),
+  );
+  assert.equal(started.cursor, 0);
+  assert.match(started.next, /codex-status/);
+  const first = await status(started.jobId, 0);
+  assert.equal(first.cursor, 1, 'the start is a lifecycle step');
+  assert.equal(first.state, 'running');
+
+  // Commentary arrives; with a 30 s interval the cursor stays put and a wait_ms 0 read returns at once.
+  const progressed = await until(
+    'commentary',
+    () => status(started.jobId, first.cursor, 0),
+    (v) => v.commentaryEndOffset > 0,
+  );
+  assert.equal(progressed.cursor, first.cursor, 'intermediate progress is coalesced');
+  const commentary = sc<{ text: string; nextOffset: number; done: boolean; truncatedBefore: number }>(
+    await conn.call('codex-commentary', { jobId: started.jobId }),
+  );
+  assert.equal(commentary.text, 'Reading the parser first.');
+  assert.equal(commentary.truncatedBefore, 0);
+  const later = sc<{ text: string }>(
+    await conn.call('codex-commentary', { jobId: started.jobId, offset: commentary.nextOffset }),
+  );
+  assert.equal(later.text, '');
+
+  const peek = sc<{ turns: Array<Record<string, unknown>>; abandonedTurnsProcessWide: number }>(
+    await conn.call('codex-peek', { cwd: layout.workspace }),
+  );
+  assert.equal(peek.turns.length, 1);
+  const row = peek.turns[0]!;
+  assert.equal(row.jobId, started.jobId);
+  assert.equal(row.requestId, undefined);
+  assert.equal(row.state, 'running');
+  assert.equal(row.cwd, layout.workspace);
+  assert.equal(row.cwdInferred, false);
+  assert.equal(row.cwdUnknown, false);
+  assert.equal(row.sandbox, 'workspace-write');
+  assert.match(String(row.threadId), /^[0-9a-f-]{36}$/);
+  assert.equal(typeof row.elapsedSeconds, 'number');
+  assert.equal(typeof row.lastActivitySeconds, 'number');
+  assert.equal(peek.abandonedTurnsProcessWide, 0);
+  assert.equal(sc<{ turns: unknown[] }>(await conn.call('codex-peek', { cwd: '/elsewhere' })).turns.length, 0);
+
+  assert.equal((await conn.call('codex-result', { jobId: started.jobId })).isError, true, 'not finished yet');
+
+  // Completion is a lifecycle change: a waiting reader wakes at once (wait_ms far beyond the test's patience).
+  const waiting = status(started.jobId, first.cursor, 60_000);
+  gate.open();
+  const done = await waiting;
+  assert.equal(done.state, 'completed');
+  assert.ok(done.cursor > first.cursor);
+  assert.equal(done.threadId, row.threadId);
+  const result = sc<{ text: string; done: boolean; nextOffset: number; threadId: string }>(
+    await conn.call('codex-result', { jobId: started.jobId }),
+  );
+  assert.equal(result.text, 'All done: parser fixed.');
+  assert.equal(result.done, true);
+  assert.equal(result.threadId, row.threadId);
+  // TE-6: status carries attributed commentary and generic lifecycle, never the answer or the command.
+  assert.doesNotMatch(JSON.stringify(done), /parser fixed|exec_command|"cmd"/);
+  assert.ok(done.phases.includes('Running a command'), JSON.stringify(done.phases));
+  assert.deepEqual(sc<{ turns: unknown[] }>(await conn.call('codex-peek', {})).turns, []);
+
+  // A background reply on the same thread inherits its settings.
+  mock.push(reply('second round'));
+  const again = sc<{ jobId: string }>(
+    await conn.call('codex-start', { threadId: result.threadId, prompt: 'one more thing' }),
+  );
+  const end = await until(
+    'reply job',
+    () => status(again.jobId, 0, 5_000),
+    (v) => v.done,
+  );
+  assert.equal(end.state, 'completed');
+  assert.equal(sc<{ text: string }>(await conn.call('codex-result', { jobId: again.jobId })).text, 'second round');
+});
+
+test('codex-cancel is a lifecycle change; wait_ms is bounded to 60,000', async () => {
+  await assert.rejects(
+    conn.call('codex-status', { jobId: 'x', cursor: 0, wait_ms: 60_001 }),
+    (e: unknown) => e instanceof McpError && e.code === ErrorCode.InvalidParams,
+  );
+  const gate = new Gate();
+  mock.push(stalledReply(gate));
+  const stalled = mock.waitForTurn(mock.turns.length);
+  const { jobId } = sc<{ jobId: string }>(
+    await conn.call('codex-start', { prompt: 'long', cwd: layout.workspace, sandbox: 'read-only' }),
+  );
+  await stalled;
+  const before = await status(jobId, 0, 0);
+  const cancelled = sc<StatusView>(await conn.call('codex-cancel', { jobId }));
+  assert.equal(cancelled.state, 'cancelled');
+  assert.ok(cancelled.cursor > before.cursor);
+  assert.equal((await status(jobId, before.cursor, 60_000)).state, 'cancelled', 'no wait on a terminal job');
+  const peek = sc<{ turns: unknown[]; abandonedTurnsProcessWide: number }>(await conn.call('codex-peek', {}));
+  assert.deepEqual(peek.turns, []);
+  assert.equal(peek.abandonedTurnsProcessWide, 0, 'Codex acknowledged the interrupt');
+  gate.open();
+});
+
+/** Pids of live processes whose CODEX_HOME lies under `dir`. */
+function codexProcessesUnder(dir: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const env = readFileSync(`/proc/${entry}/environ`, 'utf8');
+      if (env.split('\0').some((kv) => kv.startsWith('CODEX_HOME=') && kv.includes(dir))) pids.push(Number(entry));
+    } catch {}
+  }
+  return pids;
+}
+
+test('a disconnect cancels every non-terminal job and reaps the Codex process groups', async () => {
+  const gate = new Gate();
+  mock.push(stalledReply(gate), stalledReply(gate));
+  const turns = mock.turns.length;
+  for (let i = 0; i < 2; i++) {
+    await conn.call('codex-start', { prompt: `job ${i}`, cwd: layout.workspace, sandbox: 'read-only' });
+  }
+  await mock.waitForTurn(turns + 1);
+  assert.ok(codexProcessesUnder(layout.launchDir).length >= 2, 'two Codex app-servers are running');
+  const exited = new Promise((r) => (conn.transport.onclose = () => r(undefined)));
+  await conn.client.close();
+  await exited;
+  await until(
+    'Codex reaped',
+    async () => codexProcessesUnder(layout.launchDir).length,
+    (n) => n === 0,
+  );
+  gate.open();
+});

@@ -1,0 +1,367 @@
+// The legacy passthrough (Codex ≤ 0.153: `codex mcp-server` of @openai/codex 0.153.4, npm alias codex-legacy) against
+// the Responses mock. Most tests drive the real legacy binary through the MCP SDK client over stdio. Tests that need
+// Codex to misbehave run it behind the test-only shim `codex/legacy-shim.mjs` and say so: the byte-for-byte comparison
+// (tee), the typed unauthorized event, terminal result recovery (withheld response), an ignored cancel and a stall
+// in the middle of a frame.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { httpError, MOCK_MODEL, ResponsesMock, reply, stalledReply, userTexts } from '../mock-models/responses.ts';
+import { Gate } from '../mock-models/server.ts';
+import { bins, REPO_ROOT } from '../support/bins.ts';
+import {
+  type Connected,
+  connectProvider,
+  type Layout,
+  makeLayout,
+  mockProviderFlag,
+  OTHER_MODEL,
+  PLANTED_SECRET,
+  textOf,
+} from './codex/harness.ts';
+
+const SHIM = join(REPO_ROOT, 'test/provider/codex/legacy-shim.mjs');
+let mock: ResponsesMock;
+let layout: Layout;
+let conn: Connected;
+const gates: Gate[] = [];
+
+before(async () => {
+  mock = await ResponsesMock.start();
+  layout = makeLayout('baton-codex-legacy-');
+  conn = await connectProvider(bins.codexLegacy(), layout, mock, ['--goal', 'LEGACY-DEFAULT-GOAL']);
+});
+after(async () => {
+  for (const g of gates) g.open();
+  await conn?.close();
+  await mock?.close();
+  layout?.cleanup();
+});
+
+const developerTexts = (input: Array<Record<string, unknown>>) =>
+  input
+    .filter((i) => i.type === 'message' && i.role === 'developer')
+    .flatMap((i) => (i.content as Array<{ text?: string }>).map((c) => c.text ?? ''));
+const effortOf = (n: number) => (mock.turns[n]!.raw.body as { reasoning?: { effort?: string } }).reasoning?.effort;
+const sc = <T>(res: { structuredContent?: unknown }) => res.structuredContent as T;
+
+async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
+  for (let i = 0; i < 800; i++) {
+    const v = await read();
+    if (ok(v)) return v;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+test('tools/list is rewritten to the curated schemas plus the job tools; bad arguments are -32602 locally', async () => {
+  const { tools } = await conn.client.listTools();
+  assert.deepEqual(tools.map((t) => t.name).sort(), [
+    'codex',
+    'codex-cancel',
+    'codex-commentary',
+    'codex-peek',
+    'codex-reply',
+    'codex-result',
+    'codex-start',
+    'codex-status',
+  ]);
+  const codex = tools.find((t) => t.name === 'codex')!.inputSchema as Record<string, unknown>;
+  assert.equal(codex.additionalProperties, false);
+  assert.deepEqual(Object.keys(codex.properties as object).sort(), [
+    'allow_subagents',
+    'cwd',
+    'goal',
+    'model',
+    'model_reasoning_effort',
+    'prompt',
+    'sandbox',
+  ]);
+  const turns = mock.turns.length;
+  for (const args of [
+    { prompt: 'p', sandbox: 'read-only', config: {} },
+    { prompt: 'p', sandbox: 'read-only', 'approval-policy': 'never' },
+    { prompt: 'p', sandbox: 'read-only', 'developer-instructions': 'x' },
+    { prompt: 'p', sandbox: 'read-only', model: 'gpt-4o' },
+    { prompt: 'p' },
+  ]) {
+    await assert.rejects(
+      conn.call('codex', args),
+      (e: unknown) => e instanceof McpError && e.code === ErrorCode.InvalidParams,
+      JSON.stringify(args),
+    );
+  }
+  assert.equal(mock.turns.length, turns, 'Codex never started a turn');
+});
+
+let threadId = '';
+
+test('codex / codex-reply on legacy Codex: seed shape, goal, curated model and effort, progress, inheritance', async () => {
+  mock.push(reply('legacy answer'), reply('legacy second'));
+  const progress: string[] = [];
+  const res = (await conn.client.callTool(
+    {
+      name: 'codex',
+      arguments: {
+        prompt: 'start',
+        cwd: layout.workspace,
+        sandbox: 'read-only',
+        model: OTHER_MODEL,
+        model_reasoning_effort: 'high',
+      },
+    },
+    undefined,
+    { onprogress: (p) => progress.push(p.message ?? ''), timeout: 120_000 },
+  )) as Awaited<ReturnType<Connected['call']>>;
+  assert.equal(textOf(res), 'legacy answer');
+  threadId = sc<{ threadId: string }>(res).threadId;
+  assert.match(threadId, /^[0-9a-f-]{36}$/);
+  assert.equal(sc<{ content: string }>(res).content, 'legacy answer');
+  assert.equal(progress[0], 'Codex: started');
+  const first = mock.turns.at(-1)!;
+  assert.equal(first.model, OTHER_MODEL);
+  assert.equal(effortOf(mock.turns.length - 1), 'high');
+  assert.ok(
+    developerTexts(first.input).some((t) => t.includes('LEGACY-DEFAULT-GOAL')),
+    'default goal applied',
+  );
+
+  const again = await conn.call('codex-reply', { threadId, prompt: 'more', goal: 'LEGACY-REMINDER' });
+  assert.equal(textOf(again), 'legacy second');
+  assert.equal(effortOf(mock.turns.length - 1), 'high', 'effort inherited');
+  assert.match(userTexts(mock.turns.at(-1)!).at(-1)!, /LEGACY-REMINDER[\s\S]*more$/);
+
+  const homes = join(layout.launchDir, 'tmp', 'codex-homes');
+  const legacyHome = readdirSync(homes).find((d) => d.startsWith('legacy-'))!;
+  assert.equal(statSync(join(homes, legacyHome)).mode & 0o777, 0o700);
+  const config = readFileSync(join(homes, legacyHome, 'config.toml'), 'utf8');
+  assert.equal(statSync(join(homes, legacyHome, 'config.toml')).mode & 0o777, 0o600);
+  assert.match(config, /\[agents\]\nenabled = false/, '0.153.4 ≥ 0.145.0');
+  assert.doesNotMatch(config, /mcp_servers/);
+  assert.doesNotMatch(conn.stderr(), new RegExp(PLANTED_SECRET));
+});
+
+test('background jobs on legacy Codex run as private calls', async () => {
+  const gate = new Gate();
+  gates.push(gate);
+  const reached = mock.waitForTurn(mock.turns.length);
+  mock.push(stalledReply(gate, 'job finished'));
+  const { jobId } = sc<{ jobId: string }>(
+    await conn.call('codex-start', { prompt: 'background', cwd: layout.workspace, sandbox: 'read-only' }),
+  );
+  await reached;
+  const peek = sc<{ turns: Array<Record<string, unknown>> }>(await conn.call('codex-peek', {}));
+  assert.equal(peek.turns.length, 1);
+  assert.equal(peek.turns[0]!.jobId, jobId);
+  assert.equal(peek.turns[0]!.requestId, undefined);
+  gate.open();
+  const done = await until(
+    'job',
+    async () =>
+      sc<{ done: boolean; state: string }>(await conn.call('codex-status', { jobId, cursor: 0, wait_ms: 5_000 })),
+    (v) => v.done,
+  );
+  assert.equal(done.state, 'completed');
+  const result = sc<{ text: string; threadId: string }>(await conn.call('codex-result', { jobId }));
+  assert.equal(result.text, 'job finished');
+  assert.match(result.threadId, /^[0-9a-f-]{36}$/);
+});
+
+test('every native frame but tools/list passes byte-for-byte (shim: tee)', async () => {
+  const dir = makeLayout('baton-codex-bytes-');
+  try {
+    writeFileSync(join(dir.launchDir, 'shim-mode.json'), JSON.stringify({ tee: true }));
+    mock.push(reply('bytes'));
+    const child = spawn(
+      process.execPath,
+      [
+        join(REPO_ROOT, 'bin/baton.js'),
+        'mcp',
+        '--provider',
+        'codex',
+        '--codex-command',
+        SHIM,
+        '--codex-model-provider',
+        mockProviderFlag(mock),
+        '--codex_models',
+        `${MOCK_MODEL},${OTHER_MODEL}`,
+        '--model',
+        MOCK_MODEL,
+      ],
+      {
+        cwd: dir.launchDir,
+        env: { PATH: process.env.PATH, HOME: dir.home, CODEX_HOME: dir.userHome },
+        stdio: ['pipe', 'pipe', 'ignore'],
+      },
+    );
+    const out: Buffer[] = [];
+    const lines: string[] = [];
+    let pending = '';
+    const waiting: Array<[number, (l: string) => void]> = [];
+    child.stdout.on('data', (d: Buffer) => {
+      out.push(d);
+      pending += d.toString('utf8');
+      for (let i = pending.indexOf('\n'); i >= 0; i = pending.indexOf('\n')) {
+        const line = pending.slice(0, i);
+        pending = pending.slice(i + 1);
+        lines.push(line);
+        const m = JSON.parse(line);
+        for (const [id, r] of waiting) if (m.id === id && m.method === undefined) r(line);
+      }
+    });
+    const request = (id: number, method: string, params: unknown) =>
+      new Promise<string>((r) => {
+        waiting.push([id, r]);
+        child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
+      });
+    await request(0, 'initialize', {
+      protocolVersion: '2025-06-18',
+      capabilities: {},
+      clientInfo: { name: 't', version: '0' },
+    });
+    child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+    const listed = await request(1, 'tools/list', {});
+    await request(2, 'tools/call', {
+      name: 'codex',
+      arguments: { prompt: 'hi', sandbox: 'read-only', cwd: dir.workspace },
+    });
+    child.stdin.end();
+    await new Promise((r) => child.once('exit', r));
+    const native = readFileSync(join(dir.launchDir, 'shim-tee.log'), 'utf8').split('\n').filter(Boolean);
+    const nativeList = native.find((l) => JSON.parse(l).id === 1)!;
+    assert.notEqual(listed, nativeList, 'tools/list rewritten');
+    const clientBytes = Buffer.concat(out).toString('utf8');
+    const forwarded = native.filter((l) => l !== nativeList);
+    assert.ok(forwarded.length > 5, 'initialize, events and the result');
+    for (const line of forwarded) assert.ok(clientBytes.includes(`${line}\n`), `byte-for-byte: ${line.slice(0, 80)}`);
+    // Order is kept too.
+    const positions = forwarded.map((l) => clientBytes.indexOf(`${l}\n`));
+    assert.deepEqual(
+      [...positions].sort((a, b) => a - b),
+      positions,
+    );
+  } finally {
+    dir.cleanup();
+  }
+});
+
+test('misbehaving Codex (shim): auth invalidation, idle expiry, result recovery, ignored cancel, mid-frame stall', async () => {
+  const dir = makeLayout('baton-codex-shim-');
+  const setMode = (mode: Record<string, boolean>) =>
+    writeFileSync(join(dir.launchDir, 'shim-mode.json'), JSON.stringify(mode));
+  const shimmed = await connectProvider(SHIM, dir, mock, [
+    '--codex_idle_timeout',
+    '1.5',
+    '--codex-cancel-grace',
+    '1',
+    '--codex-terminal-grace',
+    '0.3',
+  ]);
+  try {
+    // Terminal result recovery: Codex completed the task but never answered the call.
+    setMode({ withholdResponses: true });
+    mock.push(reply('recovered answer'));
+    const recovered = await shimmed.call('codex', { prompt: 'x', sandbox: 'read-only', cwd: dir.workspace });
+    assert.equal(textOf(recovered), 'recovered answer');
+    assert.match(sc<{ threadId: string }>(recovered).threadId, /^[0-9a-f-]{36}$/);
+
+    // Idle expiry: -32001 for that call only; the connection keeps serving.
+    setMode({});
+    const gate = new Gate();
+    gates.push(gate);
+    mock.push(stalledReply(gate));
+    await assert.rejects(
+      shimmed.call('codex', { prompt: 'stall', sandbox: 'read-only', cwd: dir.workspace }),
+      (e: unknown) => e instanceof McpError && e.code === -32001,
+    );
+    gate.open();
+    mock.push(reply('alive'));
+    assert.equal(
+      textOf(await shimmed.call('codex', { prompt: 'y', sandbox: 'read-only', cwd: dir.workspace })),
+      'alive',
+    );
+
+    // A cancel Codex never sees: closed after the grace, recorded and logged as abandoned.
+    setMode({ ignoreCancel: true });
+    const gate2 = new Gate();
+    gates.push(gate2);
+    const reached = mock.waitForTurn(mock.turns.length);
+    mock.push(stalledReply(gate2));
+    const controller = new AbortController();
+    const call = shimmed.client.callTool(
+      { name: 'codex', arguments: { prompt: 'ignore cancel', sandbox: 'read-only', cwd: dir.workspace } },
+      undefined,
+      { signal: controller.signal, timeout: 120_000 },
+    );
+    await reached;
+    controller.abort();
+    await assert.rejects(call);
+    await until(
+      'abandoned',
+      async () => sc<{ abandonedTurnsProcessWide: number }>(await shimmed.call('codex-peek', {})),
+      (p) => p.abandonedTurnsProcessWide === 1,
+    );
+    assert.match(shimmed.stderr(), /abandoned/);
+    gate2.open();
+
+    // The typed unauthorized event becomes one structured tool error; new turns are then refused locally.
+    setMode({ unauthorized: true });
+    mock.push(httpError(401, 'revoked'));
+    const denied = await shimmed.call('codex', { prompt: 'z', sandbox: 'read-only', cwd: dir.workspace });
+    assert.equal(denied.isError, true);
+    assert.equal(sc<{ code: string }>(denied).code, 'codex_auth_invalidated');
+    assert.equal(sc<{ action: string }>(denied).action, 'reauthenticate_and_restart');
+    const turns = mock.turns.length;
+    const refused = await shimmed.call('codex', { prompt: 'again', sandbox: 'read-only', cwd: dir.workspace });
+    assert.equal(sc<{ code: string }>(refused).code, 'codex_auth_invalidated');
+    assert.equal(mock.turns.length, turns);
+    await shimmed.client.ping();
+    assert.equal(sc<{ turns: unknown[] }>(await shimmed.call('codex-peek', {})).turns.length, 0);
+  } finally {
+    await shimmed.close();
+  }
+
+  // Late responses pending suppression are bounded: reaching MAX_SUPPRESSED_CODEX_RESPONSES ends the bridge.
+  const bounded = await connectProvider(SHIM, dir, mock, ['--codex_idle_timeout', '1', '--codex-max-suppressed', '2']);
+  try {
+    setMode({ ignoreCancel: true });
+    const gate4 = new Gate();
+    gates.push(gate4);
+    mock.push(stalledReply(gate4), stalledReply(gate4));
+    const closed = new Promise((r) => {
+      bounded.transport.onclose = () => r(undefined);
+    });
+    const results = await Promise.allSettled(
+      [1, 2].map((n) => bounded.call('codex', { prompt: `s${n}`, sandbox: 'read-only', cwd: dir.workspace })),
+    );
+    for (const r of results) assert.ok(r.status === 'rejected' && (r.reason as McpError).code === -32001);
+    await closed;
+    assert.match(bounded.stderr(), /MAX_SUPPRESSED_CODEX_RESPONSES/);
+  } finally {
+    await bounded.close().catch(() => {});
+  }
+
+  // A stall inside a native frame: the call fails at its idle deadline, then one more grace, then the bridge ends.
+  const stalled = await connectProvider(SHIM, dir, mock, ['--codex_idle_timeout', '1', '--codex-cancel-grace', '1']);
+  try {
+    setMode({ cutMidFrame: true });
+    const gate3 = new Gate();
+    gates.push(gate3);
+    mock.push(stalledReply(gate3));
+    const closed = new Promise((r) => {
+      stalled.transport.onclose = () => r(undefined);
+    });
+    await assert.rejects(
+      stalled.call('codex', { prompt: 'cut', sandbox: 'read-only', cwd: dir.workspace }),
+      (e: unknown) => e instanceof McpError && e.code === -32001,
+    );
+    await closed;
+    assert.match(stalled.stderr(), /stalled inside a frame/);
+  } finally {
+    await stalled.close().catch(() => {});
+    dir.cleanup();
+  }
+});

@@ -1,0 +1,177 @@
+// Liveness of Codex calls on the real current Codex and the Responses mock, through the MCP SDK client over stdio:
+// the per-call idle deadline (-32001, turn interrupted, connection kept), the hard deadline, progress only for a
+// caller's token (first status at once, at most one per second, heartbeats that never refresh a deadline), client
+// cancellation, and — through the test-only shim `codex/ignore-interrupt-shim.mjs`, which swallows turn/interrupt —
+// cancels Codex never acknowledges, recorded and logged as abandoned.
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ResponsesMock, reply, shellCall, stalledReply } from '../mock-models/responses.ts';
+import { Gate } from '../mock-models/server.ts';
+import { bins, REPO_ROOT } from '../support/bins.ts';
+import { type Connected, connectProvider, type Layout, makeLayout, textOf } from './codex/harness.ts';
+
+const SHIM = join(REPO_ROOT, 'test/provider/codex/ignore-interrupt-shim.mjs');
+let mock: ResponsesMock;
+let layout: Layout;
+const open: Connected[] = [];
+const gates: Gate[] = [];
+
+before(async () => {
+  mock = await ResponsesMock.start();
+  layout = makeLayout();
+});
+after(async () => {
+  for (const g of gates) g.open();
+  for (const c of open) await c.close();
+  await mock?.close();
+  layout?.cleanup();
+});
+
+async function connect(args: string[], env: Record<string, string> = {}, bin = bins.codex()): Promise<Connected> {
+  const c = await connectProvider(bin, layout, mock, args, env);
+  open.push(c);
+  return c;
+}
+
+function stall(): { gate: Gate; reached: Promise<unknown> } {
+  const gate = new Gate();
+  gates.push(gate);
+  const reached = mock.waitForTurn(mock.turns.length);
+  mock.push(stalledReply(gate));
+  return { gate, reached };
+}
+
+async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
+  for (let i = 0; i < 800; i++) {
+    const v = await read();
+    if (ok(v)) return v;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+type Peek = {
+  turns: Array<{ state: string; requestId?: string; jobId?: string; threadId?: string }>;
+  abandonedTurnsProcessWide: number;
+};
+const peek = async (c: Connected) => (await c.call('codex-peek', {})).structuredContent as Peek;
+
+test('idle deadline: -32001 for that call only, progress never refreshes it, the connection stays up', async () => {
+  const conn = await connect(['--codex_idle_timeout', '2', '--codex_progress_heartbeat', '0.2']);
+  const progress: Array<{ at: number; message: string }> = [];
+  const { gate } = stall();
+  const started = Date.now();
+  await assert.rejects(
+    conn.client.callTool(
+      { name: 'codex', arguments: { prompt: 'hang', sandbox: 'read-only', cwd: layout.workspace } },
+      undefined,
+      {
+        onprogress: (p) => progress.push({ at: Date.now(), message: p.message ?? '' }),
+        timeout: 120_000,
+      },
+    ),
+    (err: unknown) => err instanceof McpError && err.code === -32001 && /idle/.test(err.message),
+  );
+  assert.ok(Date.now() - started >= 2_000, 'not before the idle bound');
+  assert.equal(progress[0]?.message, 'Codex: started', 'first status at once');
+  assert.ok(
+    progress.some((p) => /^Codex: still running \(last event \d+ s ago\)$/.test(p.message)),
+    JSON.stringify(progress),
+  );
+  for (let i = 1; i < progress.length; i++) {
+    assert.ok(progress[i]!.at - progress[i - 1]!.at >= 900, 'at most one progress notification per second');
+  }
+  // The turn was interrupted: its row goes away without being abandoned; late output changes nothing.
+  await until(
+    'the interrupted turn to settle',
+    () => peek(conn),
+    (p) => p.turns.length === 0,
+  );
+  assert.equal((await peek(conn)).abandonedTurnsProcessWide, 0);
+  gate.open();
+  await conn.client.ping();
+  mock.push(reply('still serving'));
+  const next = await conn.call('codex', { prompt: 'next', sandbox: 'read-only', cwd: layout.workspace });
+  assert.equal(textOf(next), 'still serving');
+});
+
+test('correlated activity refreshes the idle deadline: a turn longer than it, never silent for long, succeeds', async () => {
+  const conn = open[0]!;
+  mock.push(shellCall('sleep 0.8'), shellCall('sleep 0.8'), shellCall('sleep 0.8'), reply('busy but alive'));
+  const res = await conn.call('codex', { prompt: 'work', sandbox: 'read-only', cwd: layout.workspace });
+  assert.equal(textOf(res), 'busy but alive');
+});
+
+test('no progress token, no progress notifications; a client cancel interrupts the turn', async () => {
+  const conn = open[0]!;
+  const frames: string[] = [];
+  const deliver = conn.transport.onmessage;
+  conn.transport.onmessage = (msg) => {
+    frames.push(JSON.stringify(msg));
+    deliver?.(msg);
+  };
+  const { reached } = stall();
+  const controller = new AbortController();
+  const call = conn.client.callTool(
+    { name: 'codex', arguments: { prompt: 'cancel me', sandbox: 'read-only', cwd: layout.workspace } },
+    undefined,
+    { signal: controller.signal, timeout: 120_000 },
+  );
+  await reached;
+  const rows = (await peek(conn)).turns;
+  assert.equal(rows.length, 1);
+  assert.match(String(rows[0]!.requestId), /^number:\d+$/);
+  controller.abort();
+  await assert.rejects(call);
+  await until(
+    'the cancelled turn to settle',
+    () => peek(conn),
+    (p) => p.turns.length === 0,
+  );
+  assert.equal((await peek(conn)).abandonedTurnsProcessWide, 0, 'Codex acknowledged the interrupt');
+  assert.ok(!frames.some((f) => f.includes('notifications/progress')), 'no token, no progress');
+});
+
+test('hard deadline: -32001 even while the idle deadline is off', async () => {
+  const conn = await connect(['--codex_idle_timeout', '0', '--timeout', '1.5']);
+  stall();
+  await assert.rejects(
+    conn.call('codex', { prompt: 'hang', sandbox: 'read-only', cwd: layout.workspace }),
+    (err: unknown) => err instanceof McpError && err.code === -32001 && /hard deadline/.test(err.message),
+  );
+});
+
+test('a cancel Codex never acknowledges (shim): canceling, then abandoned and logged, blocking and background', async () => {
+  const conn = await connect(['--codex-cancel-grace', '1'], {}, SHIM);
+  const { reached } = stall();
+  const controller = new AbortController();
+  const call = conn.client.callTool(
+    { name: 'codex', arguments: { prompt: 'ignore my cancel', sandbox: 'workspace-write', cwd: layout.workspace } },
+    undefined,
+    { signal: controller.signal, timeout: 120_000 },
+  );
+  await reached;
+  const running = (await peek(conn)).turns[0]!;
+  controller.abort();
+  await assert.rejects(call);
+  const canceling = await peek(conn);
+  assert.equal(canceling.turns[0]?.state, 'canceling', 'still running, cancel not confirmed');
+  const settled = await until(
+    'abandoned',
+    () => peek(conn),
+    (p) => p.abandonedTurnsProcessWide === 1,
+  );
+  assert.deepEqual(settled.turns, []);
+  assert.match(conn.stderr(), new RegExp(`abandoned.*${running.threadId}.*${running.requestId}`));
+
+  const second = stall();
+  const job = (await conn.call('codex-start', { prompt: 'bg', sandbox: 'read-only', cwd: layout.workspace }))
+    .structuredContent as { jobId: string };
+  await second.reached;
+  const cancelled = (await conn.call('codex-cancel', { jobId: job.jobId })).structuredContent as { state: string };
+  assert.equal(cancelled.state, 'cancelled');
+  assert.equal((await peek(conn)).abandonedTurnsProcessWide, 2, 'process-wide count');
+  assert.match(conn.stderr(), new RegExp(`abandoned.*${job.jobId}`));
+});
