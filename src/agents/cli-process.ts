@@ -137,46 +137,6 @@ export function runCli(opts: CliRunOptions): CliRun {
   return { group, done };
 }
 
-/** A push-driven async queue: producers push, one consumer iterates; `end()` finishes the iteration. */
-export class EventQueue<T> implements AsyncIterable<T> {
-  private readonly items: T[] = [];
-  private waiting: ((r: IteratorResult<T>) => void) | undefined;
-  private ended = false;
-
-  push(...items: T[]): void {
-    for (const item of items) {
-      if (this.ended) return;
-      const w = this.waiting;
-      if (w) {
-        this.waiting = undefined;
-        w({ value: item, done: false });
-      } else this.items.push(item);
-    }
-  }
-
-  end(): void {
-    this.ended = true;
-    const w = this.waiting;
-    if (w && this.items.length === 0) {
-      this.waiting = undefined;
-      w({ value: undefined, done: true });
-    }
-  }
-
-  [Symbol.asyncIterator](): AsyncIterator<T> {
-    return {
-      next: () => {
-        const item = this.items.shift();
-        if (item !== undefined) return Promise.resolve({ value: item, done: false });
-        if (this.ended) return Promise.resolve({ value: undefined, done: true });
-        return new Promise((resolve) => {
-          this.waiting = resolve;
-        });
-      },
-    };
-  }
-}
-
 /** Runs a short informational command (`--version`, `auth status`) and returns its stdout; never spends inference. */
 export async function captureCli(
   command: string,

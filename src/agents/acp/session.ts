@@ -4,8 +4,8 @@ import { setImmediate as nextMacrotask } from 'node:timers/promises';
 import * as acp from '@agentclientprotocol/sdk';
 import type { Logger } from '../../lib/log.ts';
 import type { AgentEvent, AgentSession, OpenSessionOptions, Sandbox, TurnOptions } from '../agent.ts';
+import { EventQueue } from '../event-queue.ts';
 import { type AcpConfig, DEFAULT_CANCEL_GRACE_MS } from './config.ts';
-import { EventQueue } from './event-queue.ts';
 import {
   choosePermissionOption,
   mapSessionUpdate,
@@ -194,7 +194,7 @@ export class AcpAgentSession implements AgentSession {
       clearTimeout(graceTimer);
       signal.removeEventListener('abort', onAbort);
       turn.queue.push(end);
-      turn.queue.close();
+      turn.queue.end();
       if (this.active === turn) this.active = undefined;
     };
     const onAbort = () => {

@@ -25,6 +25,7 @@ import type {
   ToolFamily,
   TurnOptions,
 } from '../agent.ts';
+import { EventQueue } from '../event-queue.ts';
 import type { CodexAgentConfig } from './config.ts';
 import { type PreparedHome, prepareCodexHome, tomlValue } from './home.ts';
 
@@ -160,36 +161,6 @@ const DECLINES: Record<string, { what: string; answer: unknown }> = {
   execCommandApproval: { what: 'command execution', answer: { decision: 'denied' } },
   applyPatchApproval: { what: 'file change', answer: { decision: 'denied' } },
 };
-
-/** A single-consumer async queue: the turn's producer pushes, the iterator pulls. */
-export class EventQueue<T> implements AsyncIterable<T> {
-  private readonly items: T[] = [];
-  private wake: (() => void) | undefined;
-  private ended = false;
-  push(item: T): void {
-    if (this.ended) return;
-    this.items.push(item);
-    this.wake?.();
-  }
-  end(): void {
-    this.ended = true;
-    this.wake?.();
-  }
-  async *[Symbol.asyncIterator](): AsyncIterator<T> {
-    for (;;) {
-      const item = this.items.shift();
-      if (item !== undefined) {
-        yield item;
-        continue;
-      }
-      if (this.ended) return;
-      await new Promise<void>((r) => {
-        this.wake = r;
-      });
-      this.wake = undefined;
-    }
-  }
-}
 
 interface ActiveTurn {
   queue: EventQueue<AgentEvent>;

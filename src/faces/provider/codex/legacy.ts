@@ -6,7 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { Agent, AgentEvent, AgentSession, Sandbox } from '../../../agents/agent.ts';
-import { childEnv, EventQueue } from '../../../agents/codex/adapter.ts';
+import { childEnv } from '../../../agents/codex/adapter.ts';
+import { EventQueue } from '../../../agents/event-queue.ts';
 import { Deadline } from '../../../core/deadlines.ts';
 import { JobTable } from '../../../core/jobs.ts';
 import { readLines } from '../../../lib/jsonl.ts';

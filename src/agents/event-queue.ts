@@ -1,17 +1,18 @@
-// A single-consumer async queue: the ACP connection pushes a turn's events as they arrive, the turn's iterator pulls.
+// A single-consumer async queue shared by the adapters: the harness connection pushes a turn's events as they arrive,
+// the turn's iterator pulls; `end()` finishes the iteration once the queued items are drained.
 export class EventQueue<T> implements AsyncIterable<T> {
   private readonly items: T[] = [];
   private waiter: (() => void) | undefined;
   private closed = false;
 
-  push(item: T): void {
+  push(...items: T[]): void {
     if (this.closed) return;
-    this.items.push(item);
+    this.items.push(...items);
     this.wake();
   }
 
   /** No more items after the ones already queued. */
-  close(): void {
+  end(): void {
     this.closed = true;
     this.wake();
   }
