@@ -115,9 +115,12 @@ test('a job: lifecycle moves the cursor at once, progress is coalesced; commenta
 
   // Completion is a lifecycle change: a waiting reader wakes at once (wait_ms far beyond the test's patience).
   const waiting = status(started.jobId, first.cursor, 60_000);
+  const openedAt = performance.now();
   gate.open();
   const done = await waiting;
   assert.equal(done.state, 'completed');
+  // The commentary's coalesced step is due only 30 s after the start; the completion did not wait for it.
+  assert.ok(performance.now() - openedAt < 15_000, 'completion bypasses the status interval');
   assert.ok(done.cursor > first.cursor);
   assert.equal(done.threadId, row.threadId);
   const result = sc<{ text: string; done: boolean; nextOffset: number; threadId: string }>(
