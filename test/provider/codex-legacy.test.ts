@@ -1,25 +1,36 @@
 // The legacy passthrough (Codex ≤ 0.153: `codex mcp-server` of @openai/codex 0.153.4, npm alias codex-legacy) against
 // the Responses mock. Most tests drive the real legacy binary through the MCP SDK client over stdio. Tests that need
 // Codex to misbehave run it behind the test-only shim `codex/legacy-shim.mjs` and say so: the byte-for-byte comparison
-// (tee), the typed unauthorized event, terminal result recovery (withheld response), an ignored cancel and a stall
-// in the middle of a frame.
+// (tee), the typed unauthorized event, terminal result recovery (withheld response), an ignored cancel (blocking and
+// background, abandoned, then logged again when the turn finishes) and a stall in the middle of a frame. The hard
+// deadline and job cancellation run on the real binary.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { httpError, MOCK_MODEL, ResponsesMock, reply, stalledReply, userTexts } from '../mock-models/responses.ts';
+import {
+  httpError,
+  MOCK_MODEL,
+  ResponsesMock,
+  reply,
+  shellCall,
+  stalledReply,
+  userTexts,
+} from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins, REPO_ROOT } from '../support/bins.ts';
 import {
   type Connected,
+  codexProcessesUnder,
   connectProvider,
   type Layout,
   makeLayout,
   mockProviderFlag,
   OTHER_MODEL,
   PLANTED_SECRET,
+  processesRunning,
   textOf,
 } from './codex/harness.ts';
 
@@ -47,6 +58,16 @@ const developerTexts = (input: Array<Record<string, unknown>>) =>
     .flatMap((i) => (i.content as Array<{ text?: string }>).map((c) => c.text ?? ''));
 const effortOf = (n: number) => (mock.turns[n]!.raw.body as { reasoning?: { effort?: string } }).reasoning?.effort;
 const sc = <T>(res: { structuredContent?: unknown }) => res.structuredContent as T;
+
+/** The bridge's structured log lines (JSON on stderr). */
+const logEntries = (stderr: string): Array<Record<string, unknown>> =>
+  stderr.split('\n').flatMap((line) => {
+    try {
+      return [JSON.parse(line) as Record<string, unknown>];
+    } catch {
+      return [];
+    }
+  });
 
 async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
   for (let i = 0; i < 800; i++) {
@@ -168,6 +189,87 @@ test('background jobs on legacy Codex run as private calls', async () => {
   const result = sc<{ text: string; threadId: string }>(await conn.call('codex-result', { jobId }));
   assert.equal(result.text, 'job finished');
   assert.match(result.threadId, /^[0-9a-f-]{36}$/);
+});
+
+test('codex-cancel of a legacy job: Codex stops the turn and the command it runs; the bridge keeps serving', async () => {
+  const marker = `sleep 31.${process.pid}`;
+  mock.push(shellCall(marker));
+  const { jobId } = sc<{ jobId: string }>(
+    await conn.call('codex-start', { prompt: 'run it', cwd: layout.workspace, sandbox: 'read-only' }),
+  );
+  await until(
+    'the job to run its command',
+    async () => processesRunning(marker).length,
+    (n) => n > 0,
+  );
+  const cancelled = sc<{ state: string; done: boolean }>(await conn.call('codex-cancel', { jobId }));
+  assert.equal(cancelled.state, 'cancelled');
+  assert.equal(cancelled.done, true);
+  await until(
+    'the command reaped',
+    async () => processesRunning(marker).length,
+    (n) => n === 0,
+  );
+  const peek = sc<{ turns: unknown[]; abandonedTurnsProcessWide: number }>(await conn.call('codex-peek', {}));
+  assert.deepEqual(peek.turns, []);
+  assert.equal(peek.abandonedTurnsProcessWide, 0, 'Codex acknowledged the cancel');
+  assert.equal((await conn.call('codex-result', { jobId })).isError, true, 'a cancelled job has no result');
+  mock.push(reply('still serving'));
+  assert.equal(
+    textOf(await conn.call('codex', { prompt: 'next', sandbox: 'read-only', cwd: layout.workspace })),
+    'still serving',
+  );
+});
+
+test('hard deadline on legacy Codex: -32001 for that call, the connection stays up; a disconnect reaps Codex', async () => {
+  const dir = makeLayout('baton-codex-legacy-hard-');
+  // At most 2 late responses pending: Codex answers an expired call with turn_aborted, never a response, so the
+  // bridge must stop waiting for one or the second expiry would end it.
+  const hard = await connectProvider(bins.codexLegacy(), dir, mock, [
+    '--timeout',
+    '1',
+    '--codex_idle_timeout',
+    '0',
+    '--codex-max-suppressed',
+    '2',
+  ]);
+  try {
+    const gate = new Gate();
+    gates.push(gate);
+    for (const prompt of ['hang', 'hang again']) {
+      const aborted = mock.waitForTurn(mock.turns.length);
+      mock.push(stalledReply(gate));
+      await assert.rejects(
+        hard.call('codex', { prompt, sandbox: 'read-only', cwd: dir.workspace }),
+        (e: unknown) => e instanceof McpError && e.code === -32001 && /1 s hard deadline/.test(e.message),
+      );
+      await aborted;
+      await hard.client.ping();
+    }
+    const peek = sc<{ turns: unknown[]; abandonedTurnsProcessWide: number }>(await hard.call('codex-peek', {}));
+    assert.deepEqual(peek.turns, []);
+    assert.equal(peek.abandonedTurnsProcessWide, 0);
+    gate.open();
+    mock.push(reply('after the deadline'));
+    assert.equal(
+      textOf(await hard.call('codex', { prompt: 'quick', sandbox: 'read-only', cwd: dir.workspace })),
+      'after the deadline',
+    );
+    assert.ok(codexProcessesUnder(dir.launchDir).length > 0, 'codex mcp-server is running');
+    const closed = new Promise((r) => {
+      hard.transport.onclose = () => r(undefined);
+    });
+    await hard.close();
+    await closed;
+    await until(
+      'Codex reaped',
+      async () => codexProcessesUnder(dir.launchDir).length,
+      (n) => n === 0,
+    );
+  } finally {
+    await hard.close().catch(() => {});
+    dir.cleanup();
+  }
 });
 
 test('every native frame but tools/list passes byte-for-byte (shim: tee)', async () => {
@@ -304,8 +406,38 @@ test('misbehaving Codex (shim): auth invalidation, idle expiry, result recovery,
       async () => sc<{ abandonedTurnsProcessWide: number }>(await shimmed.call('codex-peek', {})),
       (p) => p.abandonedTurnsProcessWide === 1,
     );
-    assert.match(shimmed.stderr(), /abandoned/);
+    const abandonedCall = logEntries(shimmed.stderr()).find((e) => /turn abandoned/.test(String(e.msg)));
+    assert.match(String(abandonedCall?.requestId), /^number:\d+$/);
+    // When the abandoned turn later completes, that is logged too.
     gate2.open();
+    await until(
+      'the abandoned call to finish',
+      async () => logEntries(shimmed.stderr()),
+      (log) =>
+        log.some((e) => /abandoned turn finished/.test(String(e.msg)) && e.requestId === abandonedCall!.requestId),
+    );
+
+    // The same for a background job whose cancel Codex never sees.
+    const gate5 = new Gate();
+    gates.push(gate5);
+    const jobReached = mock.waitForTurn(mock.turns.length);
+    mock.push(stalledReply(gate5));
+    const { jobId } = sc<{ jobId: string }>(
+      await shimmed.call('codex-start', { prompt: 'ignored job cancel', sandbox: 'read-only', cwd: dir.workspace }),
+    );
+    await jobReached;
+    assert.equal(sc<{ state: string }>(await shimmed.call('codex-cancel', { jobId })).state, 'cancelled');
+    assert.equal(
+      sc<{ abandonedTurnsProcessWide: number }>(await shimmed.call('codex-peek', {})).abandonedTurnsProcessWide,
+      2,
+    );
+    assert.ok(logEntries(shimmed.stderr()).some((e) => /turn abandoned/.test(String(e.msg)) && e.jobId === jobId));
+    gate5.open();
+    await until(
+      'the abandoned job to finish',
+      async () => logEntries(shimmed.stderr()),
+      (log) => log.some((e) => /abandoned turn finished/.test(String(e.msg)) && e.jobId === jobId),
+    );
 
     // The typed unauthorized event becomes one structured tool error; new turns are then refused locally.
     setMode({ unauthorized: true });
