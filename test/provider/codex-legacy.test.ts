@@ -191,7 +191,7 @@ test('background jobs on legacy Codex run as private calls', async () => {
   assert.match(result.threadId, /^[0-9a-f-]{36}$/);
 });
 
-test('codex-cancel of a legacy job: Codex stops the turn and the command it runs; the bridge keeps serving', async () => {
+test('cancel on legacy Codex: codex-cancel stops a job and the command it runs, a client cancel ends a call; both acknowledged', async () => {
   const marker = `sleep 31.${process.pid}`;
   mock.push(shellCall(marker));
   const { jobId } = sc<{ jobId: string }>(
@@ -214,6 +214,28 @@ test('codex-cancel of a legacy job: Codex stops the turn and the command it runs
   assert.deepEqual(peek.turns, []);
   assert.equal(peek.abandonedTurnsProcessWide, 0, 'Codex acknowledged the cancel');
   assert.equal((await conn.call('codex-result', { jobId })).isError, true, 'a cancelled job has no result');
+
+  // A client cancel of a blocking call is acknowledged the same way: the row goes, nothing is abandoned.
+  const gate = new Gate();
+  gates.push(gate);
+  const reached = mock.waitForTurn(mock.turns.length);
+  mock.push(stalledReply(gate));
+  const controller = new AbortController();
+  const call = conn.client.callTool(
+    { name: 'codex', arguments: { prompt: 'cancel me', sandbox: 'read-only', cwd: layout.workspace } },
+    undefined,
+    { signal: controller.signal, timeout: 120_000 },
+  );
+  await reached;
+  controller.abort();
+  await assert.rejects(call);
+  const settled = await until(
+    'the cancelled call to settle',
+    async () => sc<{ turns: unknown[]; abandonedTurnsProcessWide: number }>(await conn.call('codex-peek', {})),
+    (p) => p.turns.length === 0,
+  );
+  assert.equal(settled.abandonedTurnsProcessWide, 0, 'Codex acknowledged the cancel (default 30 s grace)');
+  gate.open();
   mock.push(reply('still serving'));
   assert.equal(
     textOf(await conn.call('codex', { prompt: 'next', sandbox: 'read-only', cwd: layout.workspace })),
