@@ -2,8 +2,8 @@
 // the Responses mock. Most tests drive the real legacy binary through the MCP SDK client over stdio. Tests that need
 // Codex to misbehave run it behind the test-only shim `codex/legacy-shim.mjs` and say so: the byte-for-byte comparison
 // (tee), the typed unauthorized event, terminal result recovery (withheld response), an ignored cancel (blocking and
-// background, abandoned, then logged again when the turn finishes) and a stall in the middle of a frame. The hard
-// deadline and job cancellation run on the real binary.
+// background, abandoned, then logged again when the turn finishes) and a stall in the middle of a frame. Job and call
+// cancellation run on the real binary; the hard deadline is in codex-legacy-deadline.test.ts.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -23,7 +23,6 @@ import { Gate } from '../mock-models/server.ts';
 import { bins, REPO_ROOT } from '../support/bins.ts';
 import {
   type Connected,
-  codexProcessesUnder,
   connectProvider,
   type Layout,
   makeLayout,
@@ -241,57 +240,6 @@ test('cancel on legacy Codex: codex-cancel stops a job and the command it runs, 
     textOf(await conn.call('codex', { prompt: 'next', sandbox: 'read-only', cwd: layout.workspace })),
     'still serving',
   );
-});
-
-test('hard deadline on legacy Codex: -32001 for that call, the connection stays up; a disconnect reaps Codex', async () => {
-  const dir = makeLayout('baton-codex-legacy-hard-');
-  // At most 2 late responses pending: Codex answers an expired call with turn_aborted, never a response, so the
-  // bridge must stop waiting for one or the second expiry would end it.
-  const hard = await connectProvider(bins.codexLegacy(), dir, mock, [
-    '--timeout',
-    '1',
-    '--codex_idle_timeout',
-    '0',
-    '--codex-max-suppressed',
-    '2',
-  ]);
-  try {
-    const gate = new Gate();
-    gates.push(gate);
-    for (const prompt of ['hang', 'hang again']) {
-      const aborted = mock.waitForTurn(mock.turns.length);
-      mock.push(stalledReply(gate));
-      await assert.rejects(
-        hard.call('codex', { prompt, sandbox: 'read-only', cwd: dir.workspace }),
-        (e: unknown) => e instanceof McpError && e.code === -32001 && /1 s hard deadline/.test(e.message),
-      );
-      await aborted;
-      await hard.client.ping();
-    }
-    const peek = sc<{ turns: unknown[]; abandonedTurnsProcessWide: number }>(await hard.call('codex-peek', {}));
-    assert.deepEqual(peek.turns, []);
-    assert.equal(peek.abandonedTurnsProcessWide, 0);
-    gate.open();
-    mock.push(reply('after the deadline'));
-    assert.equal(
-      textOf(await hard.call('codex', { prompt: 'quick', sandbox: 'read-only', cwd: dir.workspace })),
-      'after the deadline',
-    );
-    assert.ok(codexProcessesUnder(dir.launchDir).length > 0, 'codex mcp-server is running');
-    const closed = new Promise((r) => {
-      hard.transport.onclose = () => r(undefined);
-    });
-    await hard.close();
-    await closed;
-    await until(
-      'Codex reaped',
-      async () => codexProcessesUnder(dir.launchDir).length,
-      (n) => n === 0,
-    );
-  } finally {
-    await hard.close().catch(() => {});
-    dir.cleanup();
-  }
 });
 
 test('every native frame but tools/list passes byte-for-byte (shim: tee)', async () => {
