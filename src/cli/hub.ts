@@ -48,17 +48,24 @@ export function registerHubCommands(program: Command): void {
         const agent = createAgent(name, entry, { stateDir: cfg.stateDirPath, logger: quietLogger });
         const probe = await agent.probe().catch((err) => ({ available: false, detail: redactError(err) }) as const);
         let session = '';
+        let sessionFailed = false;
         const deep = (agent as { probeSession?: () => Promise<void> }).probeSession;
         if (probe.available && deep) {
           session = await deep.call(agent).then(
             () => ', session ok',
-            (err) => `, session failed: ${redactError(err)}`,
+            (err) => {
+              sessionFailed = true;
+              return `, session failed: ${redactError(err)}`;
+            },
           );
         }
-        if (probe.available) usable++;
         const p = probe as { version?: string; login?: string; detail?: string };
+        // Usable means: found, and nothing says it cannot log in or open a session.
+        const usableNow = probe.available && p.login !== 'missing' && !sessionFailed;
+        if (usableNow) usable++;
+        const mark = !probe.available ? 'FAIL' : usableNow ? 'ok  ' : 'WARN';
         out(
-          `${probe.available ? 'ok  ' : 'FAIL'} ${name} (${entry.kind})${p.version ? ` ${p.version}` : ''}${p.login ? `, login ${p.login}` : ''}${session}${p.detail ? ` — ${p.detail}` : ''}`,
+          `${mark} ${name} (${entry.kind})${p.version ? ` ${p.version}` : ''}${p.login ? `, login ${p.login}` : ''}${session}${p.detail ? ` — ${p.detail}` : ''}`,
         );
       }
       if (!Object.keys(cfg.agents).length) out('no agents configured');

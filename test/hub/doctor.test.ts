@@ -1,0 +1,53 @@
+// `baton doctor` (AG-6): reports each configured agent without spending inference — a real ACP session is opened and
+// closed for agents that can do that, a missing binary is a FAIL with the reason, and the exit code says whether any
+// agent is usable.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { REPO_ROOT } from '../support/bins.ts';
+import { writeHubConfig } from '../support/hub.ts';
+import { tempDir } from '../support/tmp.ts';
+
+const run = promisify(execFile);
+const SCRIPTED = fileURLToPath(new URL('../fixtures/acp-test-agent.ts', import.meta.url));
+
+async function doctor(configPath: string, cwd: string): Promise<{ code: number; stdout: string }> {
+  return run(process.execPath, [join(REPO_ROOT, 'bin', 'baton.js'), '--config', configPath, 'doctor'], { cwd }).then(
+    (r) => ({ code: 0, stdout: r.stdout }),
+    (e: { code: number; stdout: string }) => ({ code: e.code, stdout: e.stdout }),
+  );
+}
+
+test('doctor: a session-capable agent is ok (a real session, no prompt), a missing binary FAILs, exit code follows', async (t) => {
+  const dir = tempDir(t, 'baton-doctor-');
+  const work = join(dir, 'work');
+  mkdirSync(work);
+  const record = join(dir, 'record.jsonl');
+  const configPath = writeHubConfig({
+    dir,
+    roots: [work],
+    agents: {
+      scripted: { kind: 'acp', command: [process.execPath, SCRIPTED], env: { ACP_TEST_AGENT_RECORD: record } },
+      ghost: { kind: 'acp', command: [join(dir, 'no-such-agent')] },
+    },
+  });
+  const res = await doctor(configPath, dir);
+  assert.equal(res.code, 0, res.stdout);
+  assert.match(res.stdout, /^ok {3}scripted \(acp\).*session ok/m);
+  assert.match(res.stdout, /^FAIL ghost \(acp\)/m);
+  const seen = readFileSync(record, 'utf8');
+  assert.match(seen, /session\/new/, 'a real session was opened');
+  assert.doesNotMatch(seen, /session\/prompt/, 'and no prompt was sent');
+
+  const onlyGhost = writeHubConfig({
+    dir: join(dir, 'second'),
+    roots: [work],
+    agents: { ghost: { kind: 'acp', command: [join(dir, 'no-such-agent')] } },
+  });
+  const bad = await doctor(onlyGhost, dir);
+  assert.equal(bad.code, 1, 'no usable agent: exit 1');
+});
