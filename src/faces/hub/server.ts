@@ -9,7 +9,15 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Agent, AgentProbe } from '../../agents/agent.ts';
 import { createAgent } from '../../agents/registry.ts';
-import { Engine } from '../../core/engine.ts';
+import {
+  DEFAULT_EVENT_PAGE,
+  Engine,
+  EngineError,
+  MAX_EVENT_PAGE,
+  MAX_LIST_PAGE,
+  MAX_WAIT_MS,
+  OPERATOR,
+} from '../../core/engine.ts';
 import { DaemonLease } from '../../core/lease.ts';
 import { Store } from '../../core/store.ts';
 import { createLogger, type Logger, type LogLevel } from '../../lib/log.ts';
@@ -25,6 +33,8 @@ export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** An MCP session that sees no request for this long is dropped (its tasks are not: HB-6). */
 const SESSION_IDLE_MS = 30 * 60_000;
 const PROBE_TIMEOUT_MS = 20_000;
+/** `baton tasks list` page size unless `limit` says otherwise. */
+const DEFAULT_CONTROL_LIST = 50;
 
 export interface HubOptions {
   config: HubConfig;
@@ -199,14 +209,16 @@ export class Hub {
     if (origin !== undefined && !this.originAllowed(origin)) return sendJson(res, 403, { error: 'origin not allowed' });
 
     if (url.pathname === '/healthz') return sendJson(res, 200, { ok: true });
-    if (url.pathname.startsWith('/control/')) return this.control(req, res, url.pathname);
+    if (url.pathname.startsWith('/control/')) return this.control(req, res, url);
     const m = /^\/mcp\/([a-z][a-z0-9-]{0,39})\/?$/.exec(url.pathname);
     if (m) return this.mcp(req, res, m[1]!);
     return sendJson(res, 404, { error: 'not found' });
   }
 
-  private async control(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+  private async control(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     if (!bearerMatches(req, this.controlToken)) return unauthorized(res);
+    const path = url.pathname;
+    if (path === '/control/tasks' || path.startsWith('/control/tasks/')) return this.controlTasks(req, res, url);
     if (path === '/control/health' && req.method === 'GET') return sendJson(res, 200, this.health());
     if (path === '/control/stop' && req.method === 'POST') {
       sendJson(res, 202, { stopping: true });
@@ -214,6 +226,46 @@ export class Hub {
       return;
     }
     return sendJson(res, 404, { error: 'not found' });
+  }
+
+  /** The operator's view of every caller's tasks (UX-1): list, status, long-poll and cancel. */
+  private async controlTasks(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const q = url.searchParams;
+    const int = (name: string, fallback: number) => {
+      const raw = q.get(name);
+      if (raw === null || raw === '') return fallback;
+      const n = Number(raw);
+      if (!Number.isSafeInteger(n) || n < 0) throw new EngineError('invalid', `${name} must be a whole number ≥ 0`);
+      return n;
+    };
+    try {
+      if (url.pathname === '/control/tasks' && req.method === 'GET') {
+        const limit = Math.min(Math.max(1, int('limit', DEFAULT_CONTROL_LIST)), MAX_LIST_PAGE);
+        return sendJson(res, 200, this.engine.list(OPERATOR, q.get('cursor') ?? undefined, limit));
+      }
+      const m = /^\/control\/tasks\/([A-Za-z0-9_-]{1,64})(\/wait|\/cancel)?$/.exec(url.pathname);
+      if (!m && /^\/control\/tasks\/[^/]+(\/wait|\/cancel)?$/.test(url.pathname)) {
+        return sendJson(res, 404, { error: 'no task with that id (ids look like t-XXXXXXXXXXXX)' });
+      }
+      if (!m) return sendJson(res, 404, { error: 'not found' });
+      const id = m[1]!;
+      if (!m[2] && req.method === 'GET') {
+        const limit = Math.min(Math.max(1, int('limit', DEFAULT_EVENT_PAGE)), MAX_EVENT_PAGE);
+        return sendJson(res, 200, this.engine.status(OPERATOR, id, int('after', 0), limit));
+      }
+      if (m[2] === '/wait' && req.method === 'GET') {
+        // The long-poll ends early when the client goes away.
+        const gone = new AbortController();
+        res.once('close', () => gone.abort());
+        const view = await this.engine.wait(OPERATOR, id, int('after', 0), int('timeoutMs', MAX_WAIT_MS), gone.signal);
+        return sendJson(res, 200, view);
+      }
+      if (m[2] === '/cancel' && req.method === 'POST') return sendJson(res, 200, this.engine.cancel(OPERATOR, id));
+      return sendJson(res, 405, { error: `method ${req.method} not allowed here` });
+    } catch (err) {
+      if (err instanceof EngineError) return sendJson(res, ENGINE_ERROR_STATUS[err.code], { error: err.message });
+      throw err;
+    }
   }
 
   private async mcp(req: IncomingMessage, res: ServerResponse, caller: string): Promise<void> {
@@ -288,6 +340,8 @@ export class Hub {
     return ['127.0.0.1', 'localhost', '[::1]', this.config.listen.host].some((n) => origin === `http://${n}:${port}`);
   }
 }
+
+const ENGINE_ERROR_STATUS = { not_found: 404, invalid: 400, conflict: 409, forbidden: 403 } as const;
 
 function digest(token: string): Buffer {
   return createHash('sha256').update(token).digest();
