@@ -27,6 +27,7 @@ import { BATON_VERSION } from '../../version.ts';
 import { serveTools } from '../mcp-tools.ts';
 import { type HubConfig, reachableAgents } from './config.ts';
 import { hubTools } from './tools.ts';
+import { Dashboard } from './ui/dashboard.ts';
 
 /** Largest JSON-RPC request body the hub reads (SE-5). */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -65,6 +66,7 @@ export class Hub {
   private readonly sessions = new Map<string, McpSession>();
   private readonly callerTokens: Map<string, Buffer>;
   private readonly controlToken: Buffer;
+  private readonly dashboard: Dashboard;
   private readonly startedAt = Date.now();
   private probes: AgentHealth[] = [];
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -101,6 +103,11 @@ export class Hub {
     });
     this.callerTokens = new Map(Object.entries(opts.config.callers).map(([c, v]) => [c, digest(v.token)]));
     this.controlToken = digest(opts.config.control.token);
+    this.dashboard = new Dashboard({
+      engine: this.engine,
+      tokenMatches: (token) => timingSafeEqual(digest(token), this.controlToken),
+      logger: this.logger,
+    });
     this.http = createServer((req, res) => {
       this.route(req, res).catch((err) => {
         this.logger.error('request failed', { error: redactError(err) });
@@ -186,6 +193,7 @@ export class Hub {
   async close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.sweepTimer);
+      this.dashboard.close();
       await this.engine.close();
       for (const s of this.sessions.values()) await s.transport.close().catch(() => {});
       this.sessions.clear();
@@ -210,6 +218,7 @@ export class Hub {
 
     if (url.pathname === '/healthz') return sendJson(res, 200, { ok: true });
     if (url.pathname.startsWith('/control/')) return this.control(req, res, url);
+    if (url.pathname === '/ui' || url.pathname.startsWith('/ui/')) return this.dashboard.handle(req, res, url);
     const m = /^\/mcp\/([a-z][a-z0-9-]{0,39})\/?$/.exec(url.pathname);
     if (m) return this.mcp(req, res, m[1]!);
     return sendJson(res, 404, { error: 'not found' });
