@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { StatusView, TaskView, WaitView } from '../core/engine.ts';
 import type { TaskEvent } from '../core/task.ts';
 import { type HubConfig, loadConfig, resolveConfigPath } from '../faces/hub/config.ts';
-import { eventLine, gitChanges, gitLine } from '../faces/hub/ui/format.ts';
+import { eventLine, gitChanges, gitLine, gitStatusWord } from '../faces/hub/ui/format.ts';
 import { redactError } from '../lib/redact.ts';
 import { control } from './hub.ts';
 
@@ -68,14 +68,15 @@ export function registerTasksCommand(program: Command): void {
         ['created', status.createdAt],
         ['updated', status.updatedAt],
         ['error', status.error],
-        ['result', status.result ? `${status.result.chars} characters: ${status.result.preview}` : null],
+        ['result', status.result?.chars ? `${status.result.chars} characters: ${status.result.preview}` : null],
       ];
       for (const [k, v] of facts) if (v !== null && v !== undefined && v !== '') out(`${`${k}:`.padEnd(11)}${v}`);
       for (const r of status.rounds) {
         out(`round ${r.n}: ${r.state}${r.abandoned ? ' (abandoned)' : ''}${r.error ? ` — ${r.error}` : ''}`);
         out(`  git before: ${gitLine(r.gitBefore)}`);
         if (r.gitAfter) out(`  git after:  ${gitLine(r.gitAfter)}`);
-        for (const c of gitChanges(r.gitBefore, r.gitAfter)) out(`    ${c.before} → ${c.after}  ${c.path}`);
+        for (const c of gitChanges(r.gitBefore, r.gitAfter))
+          out(`    ${gitStatusWord(c.before)} → ${gitStatusWord(c.after)}  ${c.path}`);
       }
       out('events:');
       for (;;) {

@@ -292,7 +292,7 @@ test('dashboard in headless Chromium: login, all callers, live SSE events, git s
   await tab.goto(`${hub.url}/ui/tasks/${run.taskId}`);
   const after = await tab.html();
   assert.match(after, /git after: main@[0-9a-f]{12}, 1 dirty/);
-  assert.match(after, /<tr><td>made-by-agent\.txt<\/td><td>clean<\/td><td>\?\?<\/td><\/tr>/);
+  assert.match(after, /<tr><td>made-by-agent\.txt<\/td><td>clean<\/td><td>untracked \(\?\?\)<\/td><\/tr>/);
   assert.match(after, /the task has ended/);
 
   // UX-3: the daemon's log is JSON lines with time, level and message; logins are recorded without the token.

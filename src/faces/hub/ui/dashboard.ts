@@ -15,7 +15,7 @@ import {
 import { isTerminal, type TaskEvent } from '../../../core/task.ts';
 import type { Logger } from '../../../lib/log.ts';
 import { redactError } from '../../../lib/redact.ts';
-import { eventLine, type GitSnapshotView, gitChanges, gitLine } from './format.ts';
+import { eventLine, type GitSnapshotView, gitChanges, gitLine, gitStatusWord } from './format.ts';
 
 const COOKIE = 'baton_ui';
 /** A dashboard session lasts this long; log in again after. */
@@ -197,7 +197,7 @@ export class Dashboard {
       ['created', t.createdAt],
       ['updated', t.updatedAt],
       ['error', t.error],
-      ['result', t.result ? `${t.result.chars} characters: ${t.result.preview}` : null],
+      ['result', t.result?.chars ? `${t.result.chars} characters: ${t.result.preview}` : null],
     ];
     const dl = facts
       .filter(([, v]) => v !== null && v !== '')
@@ -257,7 +257,7 @@ function roundSection(r: RoundSummary): string {
     `state ${esc(r.state)}${r.abandoned ? ' (abandoned)' : ''}`,
     r.startedAt ? `started ${esc(r.startedAt)}` : 'not started',
     r.endedAt ? `ended ${esc(r.endedAt)}` : '',
-    r.resultChars !== null ? `result ${r.resultChars} characters` : '',
+    r.resultChars ? `result ${r.resultChars} characters` : '',
     r.error ? `error: ${esc(r.error)}` : '',
   ].filter(Boolean);
   const before = r.gitBefore as GitSnapshotView | null;
@@ -265,7 +265,10 @@ function roundSection(r: RoundSummary): string {
   const changes = gitChanges(before, after);
   const changed = changes.length
     ? `<table class="changes"><thead><tr><th>file</th><th>before</th><th>after</th></tr></thead><tbody>${changes
-        .map((c) => `<tr><td>${esc(c.path)}</td><td>${esc(c.before)}</td><td>${esc(c.after)}</td></tr>`)
+        .map(
+          (c) =>
+            `<tr><td>${esc(c.path)}</td><td>${esc(gitStatusWord(c.before))}</td><td>${esc(gitStatusWord(c.after))}</td></tr>`,
+        )
         .join('')}</tbody></table>`
     : after
       ? '<p>No file changed status during this round.</p>'

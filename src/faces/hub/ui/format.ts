@@ -13,7 +13,7 @@ export function eventText(ev: TaskEvent): string {
         .filter(Boolean)
         .join(' ');
     case 'session':
-      return `session ${str(ev.sessionId)}`;
+      return str(ev.sessionId);
     case 'status':
     case 'commentary':
       return str(ev.text);
@@ -23,8 +23,6 @@ export function eventText(ev: TaskEvent): string {
       return `${str(ev.decision)}: ${str(ev.what)}`;
     case 'error':
       return str(ev.message);
-    case 'cancel_requested':
-      return 'cancel requested';
     case 'usage': {
       const { seq: _s, time: _t, round: _r, kind: _k, ...rest } = ev;
       return Object.entries(rest)
@@ -61,6 +59,24 @@ export function gitLine(snap: unknown): string {
   const d = s.diffstat;
   const stat = d ? ` (${d.files} files +${d.insertions} -${d.deletions})` : '';
   return `${s.branch ? `${str(s.branch)}@` : ''}${head}, ${s.dirtyCount ?? 0} dirty${stat}`;
+}
+
+const GIT_STATUS_WORDS: Record<string, string> = {
+  '?': 'untracked',
+  M: 'modified',
+  A: 'added',
+  D: 'deleted',
+  R: 'renamed',
+  C: 'copied',
+  U: 'conflicted',
+  T: 'type changed',
+  '!': 'ignored',
+};
+
+/** `modified (M)` for a porcelain status code; `clean` stays as it is. */
+export function gitStatusWord(code: string): string {
+  const word = GIT_STATUS_WORDS[code.trim()[0] ?? ''];
+  return word ? `${word} (${code})` : code;
 }
 
 /** Dirty paths whose status differs between the snapshots: what the round changed in the work tree. */
