@@ -1,10 +1,12 @@
 // `npm run bench:mcp-startup`: how long an MCP client waits for baton's providers, measured the way clients launch
 // them. Writes a real `.mcp.json` in a temp project, starts every entry with the official SDK client over stdio, and
-// times initialize + tools/list (no model or agent CLI is called). The baseline is a bare MCP SDK server with one tool,
-// launched the same way, so the printed ratio is baton's own overhead on this machine.
+// times initialize + tools/list (no model is called; the codex entry runs the real current Codex once, for the
+// `codex --version` probe its provider makes at start, with an empty user Codex home so no login is read). The
+// baseline is a bare MCP SDK server with one tool, launched the same way, so the printed ratio is baton's own overhead
+// on this machine.
 //
 //   node bench/mcp-startup.ts [--runs N]
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,11 +45,19 @@ async function runBench(): Promise<void> {
   const project = mkdtempSync(join(tmpdir(), 'baton-bench-mcp-'));
   try {
     const baton = join(REPO_ROOT, 'bin', 'baton.js');
+    // The current Codex from npm (node_modules/.bin/codex may be the legacy one: both packages claim the bin).
+    const codex = realpathSync(join(REPO_ROOT, 'node_modules', '@openai', 'codex', 'bin', 'codex.js'));
+    const userCodexHome = join(project, 'user-codex-home');
+    mkdirSync(userCodexHome, { mode: 0o700 });
     const mcpJson: { mcpServers: Record<string, McpJsonEntry> } = {
       mcpServers: {
         bare: { command: process.execPath, args: [SELF, '--bare-server'] },
         claude: { command: process.execPath, args: [baton, 'mcp', '--provider', 'claude'] },
         gemini: { command: process.execPath, args: [baton, 'mcp', '--provider', 'gemini'] },
+        codex: {
+          command: process.execPath,
+          args: [baton, 'mcp', '--provider', 'codex', '--codex-command', codex, '--user-codex-home', userCodexHome],
+        },
       },
     };
     const file = join(project, '.mcp.json');

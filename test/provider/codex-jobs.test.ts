@@ -2,13 +2,12 @@
 // current Codex and the Responses mock, through the MCP SDK client over stdio: cursor semantics with the status
 // interval, commentary and result paging, peek rows, cancel, and a disconnect that cancels jobs and reaps Codex.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { ResponsesMock, type ResponsesStep, reply, stalledReply } from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
-import { type Connected, connectProvider, type Layout, makeLayout } from './codex/harness.ts';
+import { type Connected, codexProcessesUnder, connectProvider, type Layout, makeLayout } from './codex/harness.ts';
 
 let mock: ResponsesMock;
 let layout: Layout;
@@ -115,9 +114,12 @@ test('a job: lifecycle moves the cursor at once, progress is coalesced; commenta
 
   // Completion is a lifecycle change: a waiting reader wakes at once (wait_ms far beyond the test's patience).
   const waiting = status(started.jobId, first.cursor, 60_000);
+  const openedAt = performance.now();
   gate.open();
   const done = await waiting;
   assert.equal(done.state, 'completed');
+  // The commentary's coalesced step is due only 30 s after the start; the completion did not wait for it.
+  assert.ok(performance.now() - openedAt < 15_000, 'completion bypasses the status interval');
   assert.ok(done.cursor > first.cursor);
   assert.equal(done.threadId, row.threadId);
   const result = sc<{ text: string; done: boolean; nextOffset: number; threadId: string }>(
@@ -167,19 +169,6 @@ test('codex-cancel is a lifecycle change; wait_ms is bounded to 60,000', async (
   assert.equal(peek.abandonedTurnsProcessWide, 0, 'Codex acknowledged the interrupt');
   gate.open();
 });
-
-/** Pids of live processes whose CODEX_HOME lies under `dir`. */
-function codexProcessesUnder(dir: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const env = readFileSync(`/proc/${entry}/environ`, 'utf8');
-      if (env.split('\0').some((kv) => kv.startsWith('CODEX_HOME=') && kv.includes(dir))) pids.push(Number(entry));
-    } catch {}
-  }
-  return pids;
-}
 
 test('a disconnect cancels every non-terminal job and reaps the Codex process groups', async () => {
   const gate = new Gate();

@@ -1,15 +1,24 @@
 // The legacy passthrough (Codex ≤ 0.153: `codex mcp-server` of @openai/codex 0.153.4, npm alias codex-legacy) against
 // the Responses mock. Most tests drive the real legacy binary through the MCP SDK client over stdio. Tests that need
 // Codex to misbehave run it behind the test-only shim `codex/legacy-shim.mjs` and say so: the byte-for-byte comparison
-// (tee), the typed unauthorized event, terminal result recovery (withheld response), an ignored cancel and a stall
-// in the middle of a frame.
+// (tee), the typed unauthorized event, terminal result recovery (withheld response), an ignored cancel (blocking and
+// background, abandoned, then logged again when the turn finishes) and a stall in the middle of a frame. Job and call
+// cancellation run on the real binary; the hard deadline is in codex-legacy-deadline.test.ts.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { httpError, MOCK_MODEL, ResponsesMock, reply, stalledReply, userTexts } from '../mock-models/responses.ts';
+import {
+  httpError,
+  MOCK_MODEL,
+  ResponsesMock,
+  reply,
+  shellCall,
+  stalledReply,
+  userTexts,
+} from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins, REPO_ROOT } from '../support/bins.ts';
 import {
@@ -20,6 +29,7 @@ import {
   mockProviderFlag,
   OTHER_MODEL,
   PLANTED_SECRET,
+  processesRunning,
   textOf,
 } from './codex/harness.ts';
 
@@ -47,6 +57,16 @@ const developerTexts = (input: Array<Record<string, unknown>>) =>
     .flatMap((i) => (i.content as Array<{ text?: string }>).map((c) => c.text ?? ''));
 const effortOf = (n: number) => (mock.turns[n]!.raw.body as { reasoning?: { effort?: string } }).reasoning?.effort;
 const sc = <T>(res: { structuredContent?: unknown }) => res.structuredContent as T;
+
+/** The bridge's structured log lines (JSON on stderr). */
+const logEntries = (stderr: string): Array<Record<string, unknown>> =>
+  stderr.split('\n').flatMap((line) => {
+    try {
+      return [JSON.parse(line) as Record<string, unknown>];
+    } catch {
+      return [];
+    }
+  });
 
 async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
   for (let i = 0; i < 800; i++) {
@@ -168,6 +188,58 @@ test('background jobs on legacy Codex run as private calls', async () => {
   const result = sc<{ text: string; threadId: string }>(await conn.call('codex-result', { jobId }));
   assert.equal(result.text, 'job finished');
   assert.match(result.threadId, /^[0-9a-f-]{36}$/);
+});
+
+test('cancel on legacy Codex: codex-cancel stops a job and the command it runs, a client cancel ends a call; both acknowledged', async () => {
+  const marker = `sleep 31.${process.pid}`;
+  mock.push(shellCall(marker));
+  const { jobId } = sc<{ jobId: string }>(
+    await conn.call('codex-start', { prompt: 'run it', cwd: layout.workspace, sandbox: 'read-only' }),
+  );
+  await until(
+    'the job to run its command',
+    async () => processesRunning(marker).length,
+    (n) => n > 0,
+  );
+  const cancelled = sc<{ state: string; done: boolean }>(await conn.call('codex-cancel', { jobId }));
+  assert.equal(cancelled.state, 'cancelled');
+  assert.equal(cancelled.done, true);
+  await until(
+    'the command reaped',
+    async () => processesRunning(marker).length,
+    (n) => n === 0,
+  );
+  const peek = sc<{ turns: unknown[]; abandonedTurnsProcessWide: number }>(await conn.call('codex-peek', {}));
+  assert.deepEqual(peek.turns, []);
+  assert.equal(peek.abandonedTurnsProcessWide, 0, 'Codex acknowledged the cancel');
+  assert.equal((await conn.call('codex-result', { jobId })).isError, true, 'a cancelled job has no result');
+
+  // A client cancel of a blocking call is acknowledged the same way: the row goes, nothing is abandoned.
+  const gate = new Gate();
+  gates.push(gate);
+  const reached = mock.waitForTurn(mock.turns.length);
+  mock.push(stalledReply(gate));
+  const controller = new AbortController();
+  const call = conn.client.callTool(
+    { name: 'codex', arguments: { prompt: 'cancel me', sandbox: 'read-only', cwd: layout.workspace } },
+    undefined,
+    { signal: controller.signal, timeout: 120_000 },
+  );
+  await reached;
+  controller.abort();
+  await assert.rejects(call);
+  const settled = await until(
+    'the cancelled call to settle',
+    async () => sc<{ turns: unknown[]; abandonedTurnsProcessWide: number }>(await conn.call('codex-peek', {})),
+    (p) => p.turns.length === 0,
+  );
+  assert.equal(settled.abandonedTurnsProcessWide, 0, 'Codex acknowledged the cancel (default 30 s grace)');
+  gate.open();
+  mock.push(reply('still serving'));
+  assert.equal(
+    textOf(await conn.call('codex', { prompt: 'next', sandbox: 'read-only', cwd: layout.workspace })),
+    'still serving',
+  );
 });
 
 test('every native frame but tools/list passes byte-for-byte (shim: tee)', async () => {
@@ -304,8 +376,38 @@ test('misbehaving Codex (shim): auth invalidation, idle expiry, result recovery,
       async () => sc<{ abandonedTurnsProcessWide: number }>(await shimmed.call('codex-peek', {})),
       (p) => p.abandonedTurnsProcessWide === 1,
     );
-    assert.match(shimmed.stderr(), /abandoned/);
+    const abandonedCall = logEntries(shimmed.stderr()).find((e) => /turn abandoned/.test(String(e.msg)));
+    assert.match(String(abandonedCall?.requestId), /^number:\d+$/);
+    // When the abandoned turn later completes, that is logged too.
     gate2.open();
+    await until(
+      'the abandoned call to finish',
+      async () => logEntries(shimmed.stderr()),
+      (log) =>
+        log.some((e) => /abandoned turn finished/.test(String(e.msg)) && e.requestId === abandonedCall!.requestId),
+    );
+
+    // The same for a background job whose cancel Codex never sees.
+    const gate5 = new Gate();
+    gates.push(gate5);
+    const jobReached = mock.waitForTurn(mock.turns.length);
+    mock.push(stalledReply(gate5));
+    const { jobId } = sc<{ jobId: string }>(
+      await shimmed.call('codex-start', { prompt: 'ignored job cancel', sandbox: 'read-only', cwd: dir.workspace }),
+    );
+    await jobReached;
+    assert.equal(sc<{ state: string }>(await shimmed.call('codex-cancel', { jobId })).state, 'cancelled');
+    assert.equal(
+      sc<{ abandonedTurnsProcessWide: number }>(await shimmed.call('codex-peek', {})).abandonedTurnsProcessWide,
+      2,
+    );
+    assert.ok(logEntries(shimmed.stderr()).some((e) => /turn abandoned/.test(String(e.msg)) && e.jobId === jobId));
+    gate5.open();
+    await until(
+      'the abandoned job to finish',
+      async () => logEntries(shimmed.stderr()),
+      (log) => log.some((e) => /abandoned turn finished/.test(String(e.msg)) && e.jobId === jobId),
+    );
 
     // The typed unauthorized event becomes one structured tool error; new turns are then refused locally.
     setMode({ unauthorized: true });

@@ -1,6 +1,6 @@
 // Shared setup of the Codex provider tests: `bin/baton.js mcp --provider codex` spawned under this Node and driven by
 // the official MCP SDK client over stdio, with a real Codex binary pointed at the suite's Responses mock.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -112,3 +112,27 @@ export async function connectProvider(
 }
 
 export const textOf = (res: CallToolResult): string => (res.content[0] as { text: string }).text;
+
+/** Pids of live processes whose CODEX_HOME lies under `dir` (Codex and whatever it runs). */
+export function codexProcessesUnder(dir: string): number[] {
+  return livePids((pid) => {
+    const env = readFileSync(`/proc/${pid}/environ`, 'utf8');
+    return env.split('\0').some((kv) => kv.startsWith('CODEX_HOME=') && kv.includes(dir));
+  });
+}
+
+/** Pids of live processes whose command line contains `marker`. */
+export function processesRunning(marker: string): number[] {
+  return livePids((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').includes(marker));
+}
+
+function livePids(match: (pid: string) => boolean): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (match(entry)) pids.push(Number(entry));
+    } catch {}
+  }
+  return pids;
+}

@@ -3,7 +3,7 @@
 // browser tool call, checking each browser result against the lease generation it ran under, idle/shutdown release,
 // and restarting the downstream (with the client's initialize replayed) when it must point at a new local CDP port.
 import type { Readable, Writable } from 'node:stream';
-import { readJsonLines, writeJsonLine } from '../../../lib/jsonl.ts';
+import { readJsonLines, readLines, writeJsonLine } from '../../../lib/jsonl.ts';
 import type { Logger } from '../../../lib/log.ts';
 import type { ChildGroup } from '../../../lib/process-group.ts';
 import { spawnGroup } from '../../../lib/process-group.ts';
@@ -295,7 +295,14 @@ export class BrowserProxy {
       this.onDownstreamExit(ds);
     });
     group.child.stdin?.on('error', () => {});
-    group.child.stderr?.on('data', (chunk: Buffer) => process.stderr.write(chunk));
+    // chrome-devtools-mcp's diagnostics go to our stderr line by line, redacted (SE-1) and bounded (SE-5).
+    if (group.child.stderr) {
+      readLines(group.child.stderr, {
+        maxLineBytes: 64 * 1024,
+        onLine: (line) => process.stderr.write(`${redact(line.toString('utf8'))}\n`),
+        onError: () => group.child.stderr?.resume(),
+      });
+    }
     if (group.child.stdout) {
       ds.detachReader = readJsonLines(group.child.stdout, {
         maxLineBytes: MAX_DOWNSTREAM_FRAME_BYTES,

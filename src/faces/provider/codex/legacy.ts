@@ -537,11 +537,7 @@ export async function runLegacyPassthrough(opts: LegacyOptions): Promise<void> {
       const late = suppressed.get(key);
       if (late) {
         suppressed.delete(key);
-        if (late.abandoned)
-          logger.warn('codex: an abandoned turn finished', {
-            threadId: late.threadId,
-            ...(late.jobId ? { jobId: late.jobId } : { requestId: key }),
-          });
+        if (late.abandoned) logAbandonedFinished(late, key);
         return;
       }
       const call = calls.get(key);
@@ -588,6 +584,17 @@ export async function runLegacyPassthrough(opts: LegacyOptions): Promise<void> {
           suppress(call, false);
           return;
         }
+        if (event.type === 'turn_aborted' && call.cancelTimer) {
+          // Codex confirms a cancel with turn_aborted and, as MCP asks, sends no response for the cancelled request.
+          closeCall(call);
+          if (call.job) {
+            call.job.queue.push({ kind: 'end', outcome: 'cancelled', acknowledged: true });
+            call.job.queue.end();
+            return;
+          }
+          toClient(raw);
+          return;
+        }
         const status = statusOf(event);
         if (status) {
           call.lastProgressAt = Date.now();
@@ -607,8 +614,15 @@ export async function runLegacyPassthrough(opts: LegacyOptions): Promise<void> {
           call.terminalTimer = setTimeout(() => recover(call), terminalGraceMs);
         }
         if (call.job) return;
-      } else if (meta?.requestId !== undefined && String(meta.requestId).startsWith('baton-job-')) {
-        return;
+      } else if (meta?.requestId !== undefined) {
+        const key = keyOf(meta.requestId);
+        const late = suppressed.get(key);
+        if (late && event.type === 'turn_aborted') {
+          // A call closed locally (deadline, abandoned cancel) that Codex has now aborted: no response will follow.
+          suppressed.delete(key);
+          if (late.abandoned) logAbandonedFinished(late, key);
+        }
+        if (String(meta.requestId).startsWith('baton-job-')) return;
       }
       toClient(raw);
       return;
@@ -623,6 +637,12 @@ export async function runLegacyPassthrough(opts: LegacyOptions): Promise<void> {
     }
     toClient(raw);
   };
+
+  const logAbandonedFinished = (late: { threadId?: string; jobId?: string }, key: string) =>
+    logger.warn('codex: an abandoned turn finished', {
+      threadId: late.threadId,
+      ...(late.jobId ? { jobId: late.jobId } : { requestId: key }),
+    });
 
   const recover = (call: LegacyCall) => {
     if (!calls.has(call.key)) return;

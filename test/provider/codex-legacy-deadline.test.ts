@@ -1,0 +1,84 @@
+// The hard deadline on the legacy passthrough (Codex 0.153.4, npm alias codex-legacy), on the real binary against the
+// Responses mock through the MCP SDK client over stdio: an expired call fails with -32001 while the connection keeps
+// serving, Codex's turn_aborted settles the expired call (no response ever follows it), and a disconnect reaps Codex.
+// Its own file so it runs beside the longer legacy tests.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ResponsesMock, reply, stalledReply } from '../mock-models/responses.ts';
+import { Gate } from '../mock-models/server.ts';
+import { bins } from '../support/bins.ts';
+import { codexProcessesUnder, connectProvider, makeLayout, textOf } from './codex/harness.ts';
+
+let mock: ResponsesMock;
+const gates: Gate[] = [];
+
+before(async () => {
+  mock = await ResponsesMock.start();
+});
+after(async () => {
+  for (const g of gates) g.open();
+  await mock?.close();
+});
+
+const sc = <T>(res: { structuredContent?: unknown }) => res.structuredContent as T;
+
+async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
+  for (let i = 0; i < 800; i++) {
+    const v = await read();
+    if (ok(v)) return v;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+test('hard deadline on legacy Codex: -32001 for that call, the connection stays up; a disconnect reaps Codex', async () => {
+  const dir = makeLayout('baton-codex-legacy-hard-');
+  // At most 2 late responses pending: Codex answers an expired call with turn_aborted, never a response, so the
+  // bridge must stop waiting for one or the second expiry would end it.
+  const hard = await connectProvider(bins.codexLegacy(), dir, mock, [
+    '--timeout',
+    '1',
+    '--codex_idle_timeout',
+    '0',
+    '--codex-max-suppressed',
+    '2',
+  ]);
+  try {
+    const gate = new Gate();
+    gates.push(gate);
+    for (const prompt of ['hang', 'hang again']) {
+      const aborted = mock.waitForTurn(mock.turns.length);
+      mock.push(stalledReply(gate));
+      await assert.rejects(
+        hard.call('codex', { prompt, sandbox: 'read-only', cwd: dir.workspace }),
+        (e: unknown) => e instanceof McpError && e.code === -32001 && /1 s hard deadline/.test(e.message),
+      );
+      await aborted;
+      await hard.client.ping();
+    }
+    const peek = sc<{ turns: unknown[]; abandonedTurnsProcessWide: number }>(await hard.call('codex-peek', {}));
+    assert.deepEqual(peek.turns, []);
+    assert.equal(peek.abandonedTurnsProcessWide, 0);
+    gate.open();
+    mock.push(reply('after the deadline'));
+    assert.equal(
+      textOf(await hard.call('codex', { prompt: 'quick', sandbox: 'read-only', cwd: dir.workspace })),
+      'after the deadline',
+    );
+    assert.ok(codexProcessesUnder(dir.launchDir).length > 0, 'codex mcp-server is running');
+    const closed = new Promise((r) => {
+      hard.transport.onclose = () => r(undefined);
+    });
+    await hard.close();
+    await closed;
+    await until(
+      'Codex reaped',
+      async () => codexProcessesUnder(dir.launchDir).length,
+      (n) => n === 0,
+    );
+  } finally {
+    await hard.close().catch(() => {});
+    dir.cleanup();
+  }
+});
