@@ -202,12 +202,13 @@ export function registerHubCommands(program: Command): void {
 
 const quietLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
-async function control(cfg: HubConfig, method: string, path: string): Promise<Response> {
+/** A request to the hub's control endpoint with the control token from the config (never printed). */
+export async function control(cfg: HubConfig, method: string, path: string, timeoutMs = 5_000): Promise<Response> {
   const host = cfg.listen.host === '0.0.0.0' ? '127.0.0.1' : cfg.listen.host;
   return fetch(`http://${host}:${cfg.listen.port}${path}`, {
     method,
     headers: { authorization: `Bearer ${cfg.control.token}` },
-    signal: AbortSignal.timeout(5_000),
+    signal: AbortSignal.timeout(timeoutMs),
     redirect: 'error',
   });
 }

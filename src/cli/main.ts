@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { registerAttachCommand } from './attach.ts';
 import { registerHubCommands } from './hub.ts';
 import { registerProviderCommand } from './mcp.ts';
+import { registerTasksCommand } from './tasks.ts';
 
 const program = new Command('baton')
   .description('Let AI coding agents hand work to each other over MCP.')
@@ -12,6 +13,7 @@ const program = new Command('baton')
 registerHubCommands(program);
 registerProviderCommand(program);
 registerAttachCommand(program);
+registerTasksCommand(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -26,6 +26,13 @@ export const MAX_LIST_PAGE = 100;
 const COMMENTARY_EVENT_CODE_POINTS = 2_000;
 const PREVIEW_CODE_POINTS = 200;
 
+/**
+ * Who reads or cancels a task: a caller name (MCP, sees only its own tasks) or `OPERATOR` (the control endpoint and
+ * the dashboard, authenticated by the control token, see every caller's tasks with a `caller` field).
+ */
+export const OPERATOR = null;
+export type Reader = string | typeof OPERATOR;
+
 export type EngineErrorCode = 'not_found' | 'invalid' | 'conflict' | 'forbidden';
 
 export class EngineError extends Error {
@@ -184,7 +191,7 @@ export class Engine {
     return this.view(this.mustGet(task.id));
   }
 
-  cancel(caller: string, taskId: string): TaskView {
+  cancel(caller: Reader, taskId: string): TaskView {
     const task = this.owned(caller, taskId);
     const active = this.active.get(task.id);
     if (isTerminal(task.state) || !active) return this.view(task);
@@ -204,13 +211,13 @@ export class Engine {
 
   // ---------------------------------------------------------------- reads
 
-  status(caller: string, taskId: string, after = 0, limit = DEFAULT_EVENT_PAGE): StatusView {
+  status(caller: Reader, taskId: string, after = 0, limit = DEFAULT_EVENT_PAGE): StatusView {
     const task = this.owned(caller, taskId);
     const events = this.store.events(task.id, after, limit + 1);
     const hasMore = events.length > limit;
     const page = events.slice(0, limit);
     return {
-      ...this.view(task),
+      ...this.readerView(caller, task),
       rounds: this.store.listRounds(task.id).map(roundView),
       events: page,
       nextCursor: page.length ? page[page.length - 1]!.seq : after,
@@ -220,7 +227,7 @@ export class Engine {
 
   /** Long-poll (TE-2): returns at once when events exist past `after` or the task is terminal, else waits. */
   async wait(
-    caller: string,
+    caller: Reader,
     taskId: string,
     after = 0,
     timeoutMs = MAX_WAIT_MS,
@@ -237,7 +244,7 @@ export class Engine {
     const hasMore = events.length > DEFAULT_EVENT_PAGE;
     const page = events.slice(0, DEFAULT_EVENT_PAGE);
     return {
-      ...this.view(task),
+      ...this.readerView(caller, task),
       events: page,
       nextCursor: page.length ? page[page.length - 1]!.seq : after,
       hasMore,
@@ -262,7 +269,7 @@ export class Engine {
     };
   }
 
-  list(caller: string, cursor: string | undefined, limit = DEFAULT_LIST_PAGE): ListView {
+  list(caller: Reader, cursor: string | undefined, limit = DEFAULT_LIST_PAGE): ListView {
     let afterOrder = 0;
     if (cursor) {
       afterOrder = Number(Buffer.from(cursor, 'base64url').toString('utf8'));
@@ -272,7 +279,7 @@ export class Engine {
     const more = tasks.length > limit;
     const page = tasks.slice(0, limit);
     return {
-      tasks: page.map((t) => this.view(t)),
+      tasks: page.map((t) => this.readerView(caller, t)),
       nextCursor: more ? Buffer.from(String(orders[limit - 1])).toString('base64url') : null,
     };
   }
@@ -611,10 +618,11 @@ export class Engine {
     return this.mustGet(rec.taskId);
   }
 
-  private owned(caller: string, taskId: string): TaskRow {
+  private owned(caller: Reader, taskId: string): TaskRow {
     const task = this.store.getTask(taskId);
-    // Another caller's task is indistinguishable from a missing one (SE-3).
-    if (!task || task.caller !== caller) throw new EngineError('not_found', `no task ${taskId}`);
+    // Another caller's task is indistinguishable from a missing one (SE-3); the operator sees every task.
+    if (!task || (caller !== OPERATOR && task.caller !== caller))
+      throw new EngineError('not_found', `no task ${taskId}`);
     return task;
   }
 
@@ -622,6 +630,11 @@ export class Engine {
     const t = this.store.getTask(id);
     if (!t) throw new EngineError('not_found', `no task ${id}`);
     return t;
+  }
+
+  /** A caller's view is unchanged; the operator's also names the task's caller. */
+  private readerView(reader: Reader, task: TaskRow): TaskView {
+    return reader === OPERATOR ? { ...this.view(task), caller: task.caller } : this.view(task);
   }
 
   private view(task: TaskRow): TaskView {

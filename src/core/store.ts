@@ -136,10 +136,15 @@ export class Store {
     return (this.db.prepare(q).all(...states) as Row[]).map(toTask);
   }
 
-  listTasks(caller: string, afterOrder: number, limit: number): { tasks: TaskRow[]; orders: number[] } {
-    const rows = this.db
-      .prepare('SELECT * FROM tasks WHERE caller = ? AND list_order > ? ORDER BY list_order LIMIT ?')
-      .all(caller, afterOrder, limit) as Row[];
+  /** One caller's tasks, or every caller's when `caller` is null (the operator). */
+  listTasks(caller: string | null, afterOrder: number, limit: number): { tasks: TaskRow[]; orders: number[] } {
+    const rows = (
+      caller === null
+        ? this.db.prepare('SELECT * FROM tasks WHERE list_order > ? ORDER BY list_order LIMIT ?').all(afterOrder, limit)
+        : this.db
+            .prepare('SELECT * FROM tasks WHERE caller = ? AND list_order > ? ORDER BY list_order LIMIT ?')
+            .all(caller, afterOrder, limit)
+    ) as Row[];
     return { tasks: rows.map(toTask), orders: rows.map((r) => Number(r.list_order)) };
   }
 

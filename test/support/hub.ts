@@ -77,7 +77,7 @@ export async function startHub(
   const stop = async () => {
     if (group.child.exitCode === null && group.child.signalCode === null) {
       group.child.kill('SIGTERM');
-      await Promise.race([group.exited, new Promise((r) => setTimeout(r, 20_000))]);
+      await Promise.race([group.exited, new Promise((r) => setTimeout(r, 20_000).unref())]);
     }
     await group.stop(2_000);
   };

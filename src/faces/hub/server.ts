@@ -9,7 +9,15 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Agent, AgentProbe } from '../../agents/agent.ts';
 import { createAgent } from '../../agents/registry.ts';
-import { Engine } from '../../core/engine.ts';
+import {
+  DEFAULT_EVENT_PAGE,
+  Engine,
+  EngineError,
+  MAX_EVENT_PAGE,
+  MAX_LIST_PAGE,
+  MAX_WAIT_MS,
+  OPERATOR,
+} from '../../core/engine.ts';
 import { DaemonLease } from '../../core/lease.ts';
 import { Store } from '../../core/store.ts';
 import { createLogger, type Logger, type LogLevel } from '../../lib/log.ts';
@@ -19,12 +27,15 @@ import { BATON_VERSION } from '../../version.ts';
 import { serveTools } from '../mcp-tools.ts';
 import { type HubConfig, reachableAgents } from './config.ts';
 import { hubTools } from './tools.ts';
+import { Dashboard } from './ui/dashboard.ts';
 
 /** Largest JSON-RPC request body the hub reads (SE-5). */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** An MCP session that sees no request for this long is dropped (its tasks are not: HB-6). */
 const SESSION_IDLE_MS = 30 * 60_000;
 const PROBE_TIMEOUT_MS = 20_000;
+/** `baton tasks list` page size unless `limit` says otherwise. */
+const DEFAULT_CONTROL_LIST = 50;
 
 export interface HubOptions {
   config: HubConfig;
@@ -55,6 +66,7 @@ export class Hub {
   private readonly sessions = new Map<string, McpSession>();
   private readonly callerTokens: Map<string, Buffer>;
   private readonly controlToken: Buffer;
+  private readonly dashboard: Dashboard;
   private readonly startedAt = Date.now();
   private probes: AgentHealth[] = [];
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -91,6 +103,11 @@ export class Hub {
     });
     this.callerTokens = new Map(Object.entries(opts.config.callers).map(([c, v]) => [c, digest(v.token)]));
     this.controlToken = digest(opts.config.control.token);
+    this.dashboard = new Dashboard({
+      engine: this.engine,
+      tokenMatches: (token) => timingSafeEqual(digest(token), this.controlToken),
+      logger: this.logger,
+    });
     this.http = createServer((req, res) => {
       this.route(req, res).catch((err) => {
         this.logger.error('request failed', { error: redactError(err) });
@@ -176,6 +193,7 @@ export class Hub {
   async close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.sweepTimer);
+      this.dashboard.close();
       await this.engine.close();
       for (const s of this.sessions.values()) await s.transport.close().catch(() => {});
       this.sessions.clear();
@@ -199,14 +217,17 @@ export class Hub {
     if (origin !== undefined && !this.originAllowed(origin)) return sendJson(res, 403, { error: 'origin not allowed' });
 
     if (url.pathname === '/healthz') return sendJson(res, 200, { ok: true });
-    if (url.pathname.startsWith('/control/')) return this.control(req, res, url.pathname);
+    if (url.pathname.startsWith('/control/')) return this.control(req, res, url);
+    if (url.pathname === '/ui' || url.pathname.startsWith('/ui/')) return this.dashboard.handle(req, res, url);
     const m = /^\/mcp\/([a-z][a-z0-9-]{0,39})\/?$/.exec(url.pathname);
     if (m) return this.mcp(req, res, m[1]!);
     return sendJson(res, 404, { error: 'not found' });
   }
 
-  private async control(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+  private async control(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     if (!bearerMatches(req, this.controlToken)) return unauthorized(res);
+    const path = url.pathname;
+    if (path === '/control/tasks' || path.startsWith('/control/tasks/')) return this.controlTasks(req, res, url);
     if (path === '/control/health' && req.method === 'GET') return sendJson(res, 200, this.health());
     if (path === '/control/stop' && req.method === 'POST') {
       sendJson(res, 202, { stopping: true });
@@ -214,6 +235,46 @@ export class Hub {
       return;
     }
     return sendJson(res, 404, { error: 'not found' });
+  }
+
+  /** The operator's view of every caller's tasks (UX-1): list, status, long-poll and cancel. */
+  private async controlTasks(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const q = url.searchParams;
+    const int = (name: string, fallback: number) => {
+      const raw = q.get(name);
+      if (raw === null || raw === '') return fallback;
+      const n = Number(raw);
+      if (!Number.isSafeInteger(n) || n < 0) throw new EngineError('invalid', `${name} must be a whole number ≥ 0`);
+      return n;
+    };
+    try {
+      if (url.pathname === '/control/tasks' && req.method === 'GET') {
+        const limit = Math.min(Math.max(1, int('limit', DEFAULT_CONTROL_LIST)), MAX_LIST_PAGE);
+        return sendJson(res, 200, this.engine.list(OPERATOR, q.get('cursor') ?? undefined, limit));
+      }
+      const m = /^\/control\/tasks\/([A-Za-z0-9_-]{1,64})(\/wait|\/cancel)?$/.exec(url.pathname);
+      if (!m && /^\/control\/tasks\/[^/]+(\/wait|\/cancel)?$/.test(url.pathname)) {
+        return sendJson(res, 404, { error: 'no task with that id (ids look like t-XXXXXXXXXXXX)' });
+      }
+      if (!m) return sendJson(res, 404, { error: 'not found' });
+      const id = m[1]!;
+      if (!m[2] && req.method === 'GET') {
+        const limit = Math.min(Math.max(1, int('limit', DEFAULT_EVENT_PAGE)), MAX_EVENT_PAGE);
+        return sendJson(res, 200, this.engine.status(OPERATOR, id, int('after', 0), limit));
+      }
+      if (m[2] === '/wait' && req.method === 'GET') {
+        // The long-poll ends early when the client goes away.
+        const gone = new AbortController();
+        res.once('close', () => gone.abort());
+        const view = await this.engine.wait(OPERATOR, id, int('after', 0), int('timeoutMs', MAX_WAIT_MS), gone.signal);
+        return sendJson(res, 200, view);
+      }
+      if (m[2] === '/cancel' && req.method === 'POST') return sendJson(res, 200, this.engine.cancel(OPERATOR, id));
+      return sendJson(res, 405, { error: `method ${req.method} not allowed here` });
+    } catch (err) {
+      if (err instanceof EngineError) return sendJson(res, ENGINE_ERROR_STATUS[err.code], { error: err.message });
+      throw err;
+    }
   }
 
   private async mcp(req: IncomingMessage, res: ServerResponse, caller: string): Promise<void> {
@@ -288,6 +349,8 @@ export class Hub {
     return ['127.0.0.1', 'localhost', '[::1]', this.config.listen.host].some((n) => origin === `http://${n}:${port}`);
   }
 }
+
+const ENGINE_ERROR_STATUS = { not_found: 404, invalid: 400, conflict: 409, forbidden: 403 } as const;
 
 function digest(token: string): Buffer {
   return createHash('sha256').update(token).digest();

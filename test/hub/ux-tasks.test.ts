@@ -1,0 +1,142 @@
+// `baton tasks` (UX-1) against a real hub daemon with the scripted ACP agent: the operator sees every caller's tasks
+// over the control endpoint while MCP callers keep seeing only their own.
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { spawnGroup } from '../../src/lib/process-group.ts';
+import { REPO_ROOT } from '../support/bins.ts';
+import {
+  CONTROL_TOKEN,
+  call,
+  connectCaller,
+  followToEnd,
+  startHub,
+  TEST_CALLERS,
+  waitForEvent,
+} from '../support/hub.ts';
+import { tempDir } from '../support/tmp.ts';
+
+const SCRIPTED = fileURLToPath(new URL('../fixtures/acp-test-agent.ts', import.meta.url));
+const script = (steps: unknown[]) => JSON.stringify({ steps });
+
+/** Runs `baton --config <config> tasks ...` to its end and returns its exit code and output. */
+async function baton(configPath: string, ...args: string[]) {
+  const g = spawnGroup(
+    process.execPath,
+    [join(REPO_ROOT, 'bin', 'baton.js'), '--config', configPath, 'tasks', ...args],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let stdout = '';
+  let stderr = '';
+  g.child.stdout!.on('data', (d) => {
+    stdout += d;
+  });
+  g.child.stderr!.on('data', (d) => {
+    stderr += d;
+  });
+  const exit = await g.exited;
+  await g.stop(1_000);
+  return { code: exit.code, stdout, stderr };
+}
+
+test('baton tasks: list across callers, show, tail to the end, cancel, bad ids', async (t) => {
+  const dir = tempDir(t, 'baton-ux-tasks-');
+  const work = join(dir, 'work');
+  mkdirSync(work);
+  const state = join(dir, 'agent-state');
+  mkdirSync(state, { mode: 0o700 });
+  const hub = await startHub(t, {
+    dir,
+    roots: [work],
+    agents: {
+      scripted: {
+        kind: 'acp',
+        command: [process.execPath, SCRIPTED],
+        env: { ACP_TEST_AGENT_RECORD: join(dir, 'record.jsonl'), ACP_TEST_AGENT_STATE: state },
+        cancelGraceMs: 1_000,
+      },
+    },
+  });
+  // The hub listens on a free port; the CLI reads it from a config beside the hub's own.
+  const cliConfig = join(dir, '.baton', 'cli.json');
+  const hubConfig = JSON.parse(readFileSync(hub.configPath, 'utf8'));
+  hubConfig.listen.port = Number(new URL(hub.url).port);
+  writeFileSync(cliConfig, JSON.stringify(hubConfig), { mode: 0o600 });
+  const alice = await connectCaller(t, hub, 'alice');
+  const bob = await connectCaller(t, hub, 'bob');
+
+  const done = await call<{ taskId: string }>(alice, 'agent_run', {
+    agent: 'scripted',
+    prompt: script([{ chunks: ['all done'] }]),
+    cwd: work,
+    idempotencyKey: 'ux-1',
+  });
+  assert.equal((await followToEnd(alice, done.taskId)).state, 'succeeded');
+  const stalled = await call<{ taskId: string }>(bob, 'agent_run', {
+    agent: 'scripted',
+    prompt: script([{ stall: true }]),
+    cwd: work,
+    idempotencyKey: 'ux-2',
+  });
+  await waitForEvent(bob, stalled.taskId, (e) => e.kind === 'lifecycle' && e.state === 'running');
+
+  // MCP isolation is unchanged: each caller lists and reads only its own tasks.
+  const bobList = await call<{ tasks: Array<{ taskId: string; caller?: string }> }>(bob, 'agent_list', {});
+  assert.deepEqual(
+    bobList.tasks.map((x) => x.taskId),
+    [stalled.taskId],
+  );
+  assert.equal(bobList.tasks[0]!.caller, undefined, 'a caller view does not gain a caller field');
+  await assert.rejects(call(bob, 'agent_status', { taskId: done.taskId }), /no task/);
+  await assert.rejects(call(alice, 'agent_cancel', { taskId: stalled.taskId }), /no task/);
+
+  const list = await baton(cliConfig, 'list');
+  assert.equal(list.code, 0, list.stderr);
+  const lines = list.stdout.trim().split('\n');
+  assert.match(lines[0]!, /^TASK\s+CALLER\s+AGENT\s+STATE\s+ROUND\s+UPDATED$/);
+  assert.match(list.stdout, new RegExp(`${done.taskId}\\s+alice\\s+scripted\\s+succeeded\\s+1\\s`));
+  assert.match(list.stdout, new RegExp(`${stalled.taskId}\\s+bob\\s+scripted\\s+running\\s+1\\s`));
+
+  const show = await baton(cliConfig, 'show', done.taskId);
+  assert.equal(show.code, 0, show.stderr);
+  assert.match(show.stdout, /caller: +alice/);
+  assert.match(show.stdout, /round 1: succeeded/);
+  assert.match(show.stdout, /git before: not git/);
+  assert.match(show.stdout, /r1 lifecycle queued\n.*r1 lifecycle running/);
+
+  // tail follows the live task; the operator's cancel ends it and tail exits 0 on the terminal state.
+  const tail = baton(cliConfig, 'tail', stalled.taskId);
+  const cancel = await baton(cliConfig, 'cancel', stalled.taskId);
+  assert.equal(cancel.code, 0, cancel.stderr);
+  assert.match(cancel.stdout, new RegExp(`cancel requested for ${stalled.taskId}|is cancelled`));
+  const tailed = await tail;
+  assert.equal(tailed.code, 0, tailed.stderr);
+  assert.match(tailed.stdout, /r1 lifecycle running/);
+  assert.match(tailed.stdout, /r1 lifecycle cancelled/);
+  assert.match(tailed.stdout, new RegExp(`task ${stalled.taskId} is cancelled\\n$`));
+  assert.equal((await followToEnd(bob, stalled.taskId)).state, 'cancelled', 'the owner sees the cancel too');
+
+  for (const args of [
+    ['show', 't-doesnotexist'],
+    ['tail', '../../healthz'],
+    ['cancel', 'x y'],
+  ]) {
+    const bad = await baton(cliConfig, ...args);
+    assert.equal(bad.code, 1, `${args.join(' ')} exits 1`);
+    assert.match(bad.stderr, /^baton: no task/, bad.stderr);
+  }
+
+  // The control routes need the control token; a caller token is not enough.
+  const res = await fetch(`${hub.url}/control/tasks`, { headers: { authorization: `Bearer ${TEST_CALLERS.alice}` } });
+  assert.equal(res.status, 401);
+
+  const everything = [list, show, tailed, cancel].map((r) => r.stdout + r.stderr).join('');
+  for (const secret of [CONTROL_TOKEN, ...Object.values(TEST_CALLERS)]) {
+    assert.equal(everything.includes(secret), false, 'no token printed');
+    assert.equal(readFileSync(join(hub.stateDir, 'baton.log'), 'utf8').includes(secret), false, 'no token logged');
+  }
+});
