@@ -1,17 +1,16 @@
 // The ACP adapter driving the real Gemini CLI (`gemini --acp`) offline against the scripted Gemini API mock.
 // One binary start serves every turn below.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ACP_PRESETS, AcpAgent, type AcpAgentSession, acpConfigSchema, acpPreset } from '../../src/agents/acp/index.ts';
+import { ACP_PRESETS, AcpAgent, type AcpAgentSession, acpConfigSchema } from '../../src/agents/acp/index.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { isGroupAlive } from '../../src/lib/process-group.ts';
 import { type GeminiMock, geminiEnv, startGeminiMock } from '../mock-models/gemini.ts';
-import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
-import { runTurn } from './acp-support.ts';
+import { assertPresetOnPath, assertStallCancelAcknowledged, runTurn } from './acp-support.ts';
 
 /** One of the models gemini --acp offers in session/new (not its default `auto`). */
 const CHOSEN_MODEL = 'gemini-2.5-pro';
@@ -114,32 +113,18 @@ describe('ACP adapter with the real gemini --acp', () => {
   });
 
   test('cancel of a stalled turn is acknowledged; the session keeps working', async () => {
-    const gate = new Gate();
-    mock.script.push({ type: 'stall', gate, before: ['thinking'] });
-    const { end, text } = await runTurn(session, 'take your time', (e) => e.kind === 'message');
-    gate.open();
-    assert.deepEqual(end, { kind: 'end', outcome: 'cancelled', acknowledged: true });
-    assert.equal(text, 'thinking');
-
-    mock.script.push({ type: 'text', chunks: ['back'] });
-    assert.equal((await runTurn(session, 'still there?')).text, 'back');
+    await assertStallCancelAcknowledged(session, mock);
   });
 
   test('the `gemini` preset resolves its binary from PATH and reports its --version', async () => {
-    const binDir = join(root, 'bin');
-    mkdirSync(binDir, { recursive: true });
-    symlinkSync(bins.gemini(), join(binDir, 'gemini'));
-    const preset = acpPreset('gemini')!;
-    assert.deepEqual(preset.command[0], 'gemini');
-    const PATH = [binDir, dirname(process.execPath), process.env.PATH].join(delimiter);
-    const probe = await new AcpAgent(
-      'gemini',
-      { ...preset, env: { ...agentEnv, PATH } },
-      { logger: silentLogger },
-    ).probe();
-    assert.equal(probe.available, true, probe.detail);
-    assert.equal(probe.binary, join(binDir, 'gemini'));
-    assert.equal(probe.version, '0.61.0');
+    await assertPresetOnPath({
+      preset: 'gemini',
+      binary: 'gemini',
+      realBinary: bins.gemini(),
+      dir: root,
+      env: agentEnv,
+      version: '0.61.0',
+    });
   });
   test('version and doctor session check without a prompt; close stops the group', async () => {
     const calls = mock.mainCalls().length;

@@ -1,17 +1,16 @@
 // The ACP adapter driving the real OpenCode (`opencode acp`) offline against the scripted chat-completions mock.
 // One binary start serves every turn below.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ACP_PRESETS, AcpAgent, type AcpAgentSession, acpConfigSchema, acpPreset } from '../../src/agents/acp/index.ts';
+import { ACP_PRESETS, AcpAgent, type AcpAgentSession, acpConfigSchema } from '../../src/agents/acp/index.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { isGroupAlive } from '../../src/lib/process-group.ts';
 import { type ChatMock, MOCK_MODEL_ALT, opencodeEnv, startChatMock } from '../mock-models/chat-completions.ts';
-import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
-import { runTurn } from './acp-support.ts';
+import { assertPresetOnPath, assertStallCancelAcknowledged, runTurn } from './acp-support.ts';
 
 describe('ACP adapter with the real opencode acp', () => {
   let mock: ChatMock;
@@ -89,32 +88,18 @@ describe('ACP adapter with the real opencode acp', () => {
   });
 
   test('cancel of a stalled turn is acknowledged; the session keeps working', async () => {
-    const gate = new Gate();
-    mock.script.push({ type: 'stall', gate, before: ['thinking'] });
-    const { end, text } = await runTurn(session, 'take your time', (e) => e.kind === 'message');
-    gate.open();
-    assert.deepEqual(end, { kind: 'end', outcome: 'cancelled', acknowledged: true });
-    assert.equal(text, 'thinking');
-
-    mock.script.push({ type: 'text', chunks: ['back'] });
-    assert.equal((await runTurn(session, 'still there?')).text, 'back');
+    await assertStallCancelAcknowledged(session, mock);
   });
 
   test('the `opencode-acp` preset resolves its binary from PATH and reports its --version', async () => {
-    const binDir = join(root, 'bin');
-    mkdirSync(binDir, { recursive: true });
-    symlinkSync(bins.opencode(), join(binDir, 'opencode'));
-    const preset = acpPreset('opencode-acp')!;
-    assert.deepEqual(preset.command[0], 'opencode');
-    const PATH = [binDir, dirname(process.execPath), process.env.PATH].join(delimiter);
-    const probe = await new AcpAgent(
-      'opencode-acp',
-      { ...preset, env: { ...agentEnv, PATH } },
-      { logger: silentLogger },
-    ).probe();
-    assert.equal(probe.available, true, probe.detail);
-    assert.equal(probe.binary, join(binDir, 'opencode'));
-    assert.equal(probe.version, '1.18.33');
+    await assertPresetOnPath({
+      preset: 'opencode-acp',
+      binary: 'opencode',
+      realBinary: bins.opencode(),
+      dir: root,
+      env: agentEnv,
+      version: '1.18.33',
+    });
   });
   test('close stops the process group; opencode installed nothing from npm', async () => {
     await session.close();
