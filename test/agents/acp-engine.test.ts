@@ -8,22 +8,12 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createAgent } from '../../src/agents/registry.ts';
-import { Engine, type TaskView } from '../../src/core/engine.ts';
-import { Store } from '../../src/core/store.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { ensurePrivateDir } from '../../src/lib/private-fs.ts';
+import { engineFor, settle } from '../support/engine.ts';
 
 const CALLER = 'tester';
 const FIXTURE = fileURLToPath(new URL('../fixtures/acp-test-agent.ts', import.meta.url));
-
-async function settle(engine: Engine, taskId: string): Promise<TaskView> {
-  let after = 0;
-  for (;;) {
-    const page = await engine.wait(CALLER, taskId, after, 20_000);
-    after = page.nextCursor;
-    if (['succeeded', 'failed', 'cancelled', 'interrupted'].includes(page.state) && !page.hasMore) return page;
-  }
-}
 
 function pidAlive(pid: number): boolean {
   try {
@@ -44,7 +34,6 @@ test('engine + ACP agent: run, continue in a fresh process, cancel acknowledged,
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-  const store = new Store(join(stateDir, 'baton.db'));
   const agent = createAgent(
     'scripted',
     {
@@ -55,22 +44,8 @@ test('engine + ACP agent: run, continue in a fresh process, cancel acknowledged,
     },
     { stateDir, logger: silentLogger },
   );
-  const engine = new Engine({
-    store,
-    agents: new Map([['scripted', agent]]),
-    reachable: () => ['scripted'],
-    roots: [root],
-    stateDir,
-    logger: silentLogger,
-    idleTimeoutMs: 0,
-    hardTimeoutMs: 0,
-    cancelGraceMs: 5_000,
-  });
-  t.after(async () => {
-    await engine.close();
-    store.db.close();
-    rmSync(root, { recursive: true, force: true });
-  });
+  const { engine } = engineFor(t, { agents: { scripted: agent }, roots: [root], stateDir });
+  t.after(() => rmSync(root, { recursive: true, force: true }));
 
   const first = JSON.stringify({
     steps: [
@@ -81,7 +56,7 @@ test('engine + ACP agent: run, continue in a fresh process, cancel acknowledged,
     ],
   });
   const run = engine.run(CALLER, { prompt: first, cwd: work, idempotencyKey: 'k1' });
-  const done = await settle(engine, run.taskId);
+  const done = await settle(engine, CALLER, run.taskId);
   assert.equal(done.state, 'succeeded', String(done.error));
   const result = engine.result(CALLER, run.taskId);
   assert.equal(result.available && result.text, 'permission:denied First result');
@@ -97,7 +72,7 @@ test('engine + ACP agent: run, continue in a fresh process, cancel acknowledged,
     prompt: JSON.stringify({ steps: [{ history: true }] }),
     idempotencyKey: 'k2',
   });
-  const second = await settle(engine, run.taskId);
+  const second = await settle(engine, CALLER, run.taskId);
   assert.equal(second.state, 'succeeded', String(second.error));
   assert.equal(second.sessionId, status.sessionId);
   const resumed = engine.result(CALLER, run.taskId);
@@ -112,7 +87,7 @@ test('engine + ACP agent: run, continue in a fresh process, cancel acknowledged,
   });
   await waitForRecord(records, 'stalling', 1);
   engine.cancel(CALLER, run.taskId);
-  const cancelled = await settle(engine, run.taskId);
+  const cancelled = await settle(engine, CALLER, run.taskId);
   assert.equal(cancelled.state, 'cancelled');
   let rounds = engine.status(CALLER, run.taskId).rounds as Array<{ abandoned?: boolean }>;
   assert.equal(rounds.at(-1)?.abandoned, false);
@@ -125,7 +100,7 @@ test('engine + ACP agent: run, continue in a fresh process, cancel acknowledged,
   });
   await waitForRecord(records, 'ignoring-cancel', 1);
   engine.cancel(CALLER, run.taskId);
-  const abandoned = await settle(engine, run.taskId);
+  const abandoned = await settle(engine, CALLER, run.taskId);
   assert.equal(abandoned.state, 'cancelled');
   rounds = engine.status(CALLER, run.taskId).rounds as Array<{ abandoned?: boolean }>;
   assert.equal(rounds.at(-1)?.abandoned, true);

@@ -7,32 +7,21 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Agent } from '../../src/agents/agent.ts';
 import { createAgent } from '../../src/agents/registry.ts';
-import { Engine, type TaskView } from '../../src/core/engine.ts';
-import { Store } from '../../src/core/store.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { ensurePrivateDir } from '../../src/lib/private-fs.ts';
 import { commentaryThenReply, reply, stalledReply, userTexts } from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
+import { engineFor, settle } from '../support/engine.ts';
 import { startResponsesMock } from './support.ts';
 
 const CALLER = 'tester';
-
-async function settle(engine: Engine, taskId: string): Promise<TaskView> {
-  let after = 0;
-  for (;;) {
-    const page = await engine.wait(CALLER, taskId, after, 20_000);
-    after = page.nextCursor;
-    if (['succeeded', 'failed', 'cancelled', 'interrupted'].includes(page.state) && !page.hasMore) return page;
-  }
-}
 
 test('engine + codex agent: run, continue in a fresh process, cancel', async (t) => {
   const mock = await startResponsesMock(t);
   const root = mkdtempSync(join(tmpdir(), 'baton-codex-engine-'));
   const stateDir = ensurePrivateDir(join(root, 'state'));
   const work = ensurePrivateDir(join(root, 'work'));
-  const store = new Store(join(stateDir, 'baton.db'));
   const agent: Agent = createAgent(
     'codex',
     {
@@ -45,26 +34,12 @@ test('engine + codex agent: run, continue in a fresh process, cancel', async (t)
     },
     { stateDir, logger: silentLogger },
   );
-  const engine = new Engine({
-    store,
-    agents: new Map([['codex', agent]]),
-    reachable: () => ['codex'],
-    roots: [root],
-    stateDir,
-    logger: silentLogger,
-    idleTimeoutMs: 0,
-    hardTimeoutMs: 0,
-    cancelGraceMs: 5_000,
-  });
-  t.after(async () => {
-    await engine.close();
-    store.db.close();
-    rmSync(root, { recursive: true, force: true });
-  });
+  const { engine } = engineFor(t, { agents: { codex: agent }, roots: [root], stateDir });
+  t.after(() => rmSync(root, { recursive: true, force: true }));
 
   mock.push(commentaryThenReply('Reading the task', 'First result'));
   const run = engine.run(CALLER, { prompt: 'first task', cwd: work, idempotencyKey: 'k1' });
-  const done = await settle(engine, run.taskId);
+  const done = await settle(engine, CALLER, run.taskId);
   assert.equal(done.state, 'succeeded', String(done.error));
   const result = engine.result(CALLER, run.taskId);
   assert.equal(result.available && result.text, 'First result');
@@ -75,7 +50,7 @@ test('engine + codex agent: run, continue in a fresh process, cancel', async (t)
   mock.push(reply('Second result'));
   const before = mock.turns.length;
   engine.continue(CALLER, { taskId: run.taskId, prompt: 'follow-up', idempotencyKey: 'k2' });
-  const second = await settle(engine, run.taskId);
+  const second = await settle(engine, CALLER, run.taskId);
   assert.equal(second.state, 'succeeded', String(second.error));
   assert.equal(second.sessionId, status.sessionId);
   const seen = await mock.waitForTurn(before);
@@ -91,7 +66,7 @@ test('engine + codex agent: run, continue in a fresh process, cancel', async (t)
   engine.continue(CALLER, { taskId: run.taskId, prompt: 'stall now', idempotencyKey: 'k3' });
   await mock.waitForTurn(stalledAt);
   engine.cancel(CALLER, run.taskId);
-  const cancelled = await settle(engine, run.taskId);
+  const cancelled = await settle(engine, CALLER, run.taskId);
   assert.equal(cancelled.state, 'cancelled');
   const rounds = engine.status(CALLER, run.taskId).rounds as Array<{ abandoned?: boolean }>;
   assert.equal(rounds.at(-1)?.abandoned, false);

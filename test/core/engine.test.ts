@@ -5,10 +5,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { Engine, EngineError, type TaskView } from '../../src/core/engine.ts';
-import { Store } from '../../src/core/store.ts';
+import { Engine, EngineError } from '../../src/core/engine.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { isGroupAlive, spawnGroup } from '../../src/lib/process-group.ts';
+import { engineFor, settle } from '../support/engine.ts';
 import { FakeAgent } from '../support/fake-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -18,22 +18,13 @@ function setup(t: Parameters<typeof tempDir>[0], opts: { idleTimeoutMs?: number;
   const stateDir = join(base, 'state');
   mkdirSync(root);
   mkdirSync(stateDir);
-  const store = new Store(join(stateDir, 'baton.db'));
   const agent = new FakeAgent();
-  const engine = new Engine({
-    store,
-    agents: new Map([['fake', agent]]),
-    reachable: () => ['fake'],
+  const { engine, store } = engineFor(t, {
+    agents: { fake: agent },
     roots: [root],
     stateDir,
-    logger: silentLogger,
-    idleTimeoutMs: opts.idleTimeoutMs ?? 0,
-    hardTimeoutMs: 0,
+    idleTimeoutMs: opts.idleTimeoutMs,
     cancelGraceMs: opts.cancelGraceMs ?? 2_000,
-  });
-  t.after(async () => {
-    await engine.close();
-    store.close();
   });
   let keys = 0;
   const run = (prompt: string, cwd = root, extra: Partial<Parameters<Engine['run']>[1]> = {}) =>
@@ -41,14 +32,7 @@ function setup(t: Parameters<typeof tempDir>[0], opts: { idleTimeoutMs?: number;
   return { base, root, stateDir, store, agent, engine, run };
 }
 
-async function settled(engine: Engine, taskId: string): Promise<TaskView> {
-  let after = 0;
-  for (;;) {
-    const w = await engine.wait('alice', taskId, after, 25_000);
-    after = w.nextCursor;
-    if (['succeeded', 'failed', 'cancelled', 'interrupted'].includes(w.state) && !w.hasMore) return w;
-  }
-}
+const settled = (engine: Engine, taskId: string) => settle(engine, 'alice', taskId);
 
 /** Waits for a lifecycle state, or with state 'session' until the agent session is open and its turn started. */
 async function reaches(engine: Engine, taskId: string, state: string): Promise<void> {
