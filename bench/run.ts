@@ -8,15 +8,14 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { AcpAgent } from '../src/agents/acp/agent.ts';
 import { acpConfigSchema } from '../src/agents/acp/config.ts';
 import { silentLogger } from '../src/lib/log.ts';
 import { call, connectCaller, followToEnd, startHub } from '../test/support/hub.ts';
+import { SCRIPTED_ACP_AGENT } from '../test/support/scripted-agent.ts';
 
 const runsArg = process.argv.indexOf('--runs');
 const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 15;
-const AGENT = fileURLToPath(new URL('../test/fixtures/acp-test-agent.ts', import.meta.url));
 const PROMPT = JSON.stringify({ steps: [{ chunks: ['bench ', 'answer'] }] });
 
 const cleanups: Array<() => unknown> = [];
@@ -24,7 +23,7 @@ const t = { after: (fn: () => unknown) => cleanups.push(fn) };
 const dir = mkdtempSync(join(tmpdir(), 'baton-bench-'));
 const work = join(dir, 'work');
 mkdirSync(work);
-const agentEntry = { kind: 'acp', command: [process.execPath, AGENT] };
+const agentEntry = { kind: 'acp', command: [process.execPath, SCRIPTED_ACP_AGENT] };
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);

@@ -6,14 +6,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { createAgent } from '../../src/agents/registry.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { ensurePrivateDir } from '../../src/lib/private-fs.ts';
 import { engineFor, settle } from '../support/engine.ts';
+import { SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
 
 const CALLER = 'tester';
-const FIXTURE = fileURLToPath(new URL('../fixtures/acp-test-agent.ts', import.meta.url));
 
 function pidAlive(pid: number): boolean {
   try {
@@ -38,7 +37,7 @@ test('engine + ACP agent: run, continue in a fresh process, cancel acknowledged,
     'scripted',
     {
       kind: 'acp',
-      command: [process.execPath, FIXTURE],
+      command: [process.execPath, SCRIPTED_ACP_AGENT],
       env: { ACP_TEST_AGENT_RECORD: record, ACP_TEST_AGENT_STATE: ensurePrivateDir(join(root, 'agent-state')) },
       cancelGraceMs: 500,
     },

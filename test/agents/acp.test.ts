@@ -3,17 +3,15 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { AcpAgent, acpConfigSchema, ResumeUnsupportedError } from '../../src/agents/acp/index.ts';
 import type { AgentEvent, OpenSessionOptions } from '../../src/agents/agent.ts';
 import { createAgent } from '../../src/agents/registry.ts';
 import { DEFAULT_MAX_LINE_BYTES } from '../../src/lib/jsonl.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { isGroupAlive } from '../../src/lib/process-group.ts';
+import { SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 import { runTurn } from './acp-support.ts';
-
-const FIXTURE = fileURLToPath(new URL('../fixtures/acp-test-agent.ts', import.meta.url));
 
 interface Harness {
   agent: AcpAgent;
@@ -35,7 +33,7 @@ function harness(
   const env: Record<string, string> = { ACP_TEST_AGENT_RECORD: recordFile, ...opts.env };
   if (opts.persist) env.ACP_TEST_AGENT_STATE = stateDir;
   const config = acpConfigSchema.parse({
-    command: [process.execPath, FIXTURE],
+    command: [process.execPath, SCRIPTED_ACP_AGENT],
     env,
     allowPermissions: opts.allowPermissions,
     cancelGraceMs: opts.cancelGraceMs,

@@ -6,14 +6,13 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { REPO_ROOT } from '../support/bins.ts';
 import { writeHubConfig } from '../support/hub.ts';
+import { SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 
 const run = promisify(execFile);
-const SCRIPTED = fileURLToPath(new URL('../fixtures/acp-test-agent.ts', import.meta.url));
 
 async function doctor(configPath: string, cwd: string): Promise<{ code: number; stdout: string }> {
   return run(process.execPath, [join(REPO_ROOT, 'bin', 'baton.js'), '--config', configPath, 'doctor'], { cwd }).then(
@@ -31,7 +30,11 @@ test('doctor: a session-capable agent is ok (a real session, no prompt), a missi
     dir,
     roots: [work],
     agents: {
-      scripted: { kind: 'acp', command: [process.execPath, SCRIPTED], env: { ACP_TEST_AGENT_RECORD: record } },
+      scripted: {
+        kind: 'acp',
+        command: [process.execPath, SCRIPTED_ACP_AGENT],
+        env: { ACP_TEST_AGENT_RECORD: record },
+      },
       ghost: { kind: 'acp', command: [join(dir, 'no-such-agent')] },
     },
   });

@@ -4,17 +4,14 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { ACP_PRESETS } from '../../src/agents/acp/presets.ts';
 import { opencodeEnv, startChatMock } from '../mock-models/chat-completions.ts';
 import { geminiEnv, startGeminiMock } from '../mock-models/gemini.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
 import { call, connectCaller, followToEnd, startHub, waitForEvent } from '../support/hub.ts';
+import { acpScript, SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
-
-const SCRIPTED = fileURLToPath(new URL('../fixtures/acp-test-agent.ts', import.meta.url));
-const script = (steps: unknown[]) => JSON.stringify({ steps });
 
 function scriptedAgent(dir: string) {
   const record = join(dir, 'agent-record.jsonl');
@@ -24,7 +21,7 @@ function scriptedAgent(dir: string) {
     record,
     entry: {
       kind: 'acp',
-      command: [process.execPath, SCRIPTED],
+      command: [process.execPath, SCRIPTED_ACP_AGENT],
       env: { ACP_TEST_AGENT_RECORD: record, ACP_TEST_AGENT_STATE: state },
       cancelGraceMs: 1_000,
     },
@@ -42,7 +39,7 @@ test('hub + scripted ACP agent: run, events, paged result, continue, cancel, lis
   const long = 'é'.repeat(40_000);
   const run = await call<{ taskId: string }>(alice, 'agent_run', {
     agent: 'scripted',
-    prompt: script([
+    prompt: acpScript([
       { plan: [{ content: 'read the tests', status: 'in_progress', priority: 'high' }] },
       { tool: { kind: 'execute', title: 'rm -rf /secret/path' } },
       { permission: { kind: 'edit', title: 'write /etc/passwd' } },
@@ -82,7 +79,7 @@ test('hub + scripted ACP agent: run, events, paged result, continue, cancel, lis
 
   await call(alice, 'agent_continue', {
     taskId: run.taskId,
-    prompt: script([{ history: true }]),
+    prompt: acpScript([{ history: true }]),
     idempotencyKey: 'acp-2',
   });
   assert.equal((await followToEnd(alice, run.taskId)).state, 'succeeded');
@@ -101,7 +98,7 @@ test('hub + scripted ACP agent: run, events, paged result, continue, cancel, lis
 
   await call(alice, 'agent_continue', {
     taskId: run.taskId,
-    prompt: script([{ stall: true }]),
+    prompt: acpScript([{ stall: true }]),
     idempotencyKey: 'acp-3',
   });
   await waitForEvent(alice, run.taskId, (e) => e.kind === 'lifecycle' && e.state === 'running');
@@ -129,7 +126,7 @@ test('hub + scripted ACP agent: SIGKILL mid-turn, restart, interrupted, continue
   const hub1 = await startHub(t, setup);
   const a1 = await connectCaller(t, hub1, 'alice');
   const run = await call<{ taskId: string }>(a1, 'agent_run', {
-    prompt: script([{ spawnChild: true }, { stall: true }]),
+    prompt: acpScript([{ spawnChild: true }, { stall: true }]),
     cwd: work,
     idempotencyKey: 'kill-1',
   });
@@ -171,7 +168,7 @@ test('hub + scripted ACP agent: SIGKILL mid-turn, restart, interrupted, continue
   );
   await call(a2, 'agent_continue', {
     taskId: run.taskId,
-    prompt: script([{ history: true }]),
+    prompt: acpScript([{ history: true }]),
     idempotencyKey: 'kill-2',
   });
   assert.equal((await followToEnd(a2, run.taskId)).state, 'succeeded');

@@ -6,9 +6,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import { spawnGroup } from '../../src/lib/process-group.ts';
+import { CHROMIUM, HEADLESS_CHROMIUM_FLAGS } from '../support/chromium.ts';
 import {
   CONTROL_TOKEN,
   call,
@@ -18,10 +18,9 @@ import {
   TEST_CALLERS,
   waitForEvent,
 } from '../support/hub.ts';
+import { SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 
-const SCRIPTED = fileURLToPath(new URL('../fixtures/acp-test-agent.ts', import.meta.url));
-const CHROMIUM = '/usr/bin/chromium';
 const CDP_TIMEOUT_MS = 30_000;
 // biome-ignore lint/suspicious/noExplicitAny: DevTools protocol replies are untyped here (no protocol typings dependency)
 type CdpValue = any;
@@ -143,14 +142,7 @@ async function launchChromium(t: { after: (fn: () => Promise<unknown>) => void }
   const group = spawnGroup(
     CHROMIUM,
     [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
+      ...HEADLESS_CHROMIUM_FLAGS,
       '--disable-dev-shm-usage',
       '--remote-debugging-port=0',
       `--user-data-dir=${profile}`,
@@ -193,7 +185,7 @@ test('dashboard in headless Chromium: login, all callers, live SSE events, git s
     agents: {
       scripted: {
         kind: 'acp',
-        command: [process.execPath, SCRIPTED],
+        command: [process.execPath, SCRIPTED_ACP_AGENT],
         env: { ACP_TEST_AGENT_RECORD: join(dir, 'record.jsonl'), ACP_TEST_AGENT_STATE: state },
         cancelGraceMs: 1_000,
       },

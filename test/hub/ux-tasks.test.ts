@@ -4,7 +4,6 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { spawnGroup } from '../../src/lib/process-group.ts';
 import { REPO_ROOT } from '../support/bins.ts';
 import {
@@ -16,10 +15,8 @@ import {
   TEST_CALLERS,
   waitForEvent,
 } from '../support/hub.ts';
+import { acpScript, SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
-
-const SCRIPTED = fileURLToPath(new URL('../fixtures/acp-test-agent.ts', import.meta.url));
-const script = (steps: unknown[]) => JSON.stringify({ steps });
 
 /** Runs `baton --config <config> tasks ...` to its end and returns its exit code and output. */
 async function baton(configPath: string, ...args: string[]) {
@@ -55,7 +52,7 @@ test('baton tasks: list across callers, show, tail to the end, cancel, bad ids',
     agents: {
       scripted: {
         kind: 'acp',
-        command: [process.execPath, SCRIPTED],
+        command: [process.execPath, SCRIPTED_ACP_AGENT],
         env: { ACP_TEST_AGENT_RECORD: join(dir, 'record.jsonl'), ACP_TEST_AGENT_STATE: state },
         cancelGraceMs: 1_000,
       },
@@ -71,14 +68,14 @@ test('baton tasks: list across callers, show, tail to the end, cancel, bad ids',
 
   const done = await call<{ taskId: string }>(alice, 'agent_run', {
     agent: 'scripted',
-    prompt: script([{ chunks: ['all done'] }]),
+    prompt: acpScript([{ chunks: ['all done'] }]),
     cwd: work,
     idempotencyKey: 'ux-1',
   });
   assert.equal((await followToEnd(alice, done.taskId)).state, 'succeeded');
   const stalled = await call<{ taskId: string }>(bob, 'agent_run', {
     agent: 'scripted',
-    prompt: script([{ stall: true }]),
+    prompt: acpScript([{ stall: true }]),
     cwd: work,
     idempotencyKey: 'ux-2',
   });
