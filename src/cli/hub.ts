@@ -1,10 +1,12 @@
-// Hub commands (HB-1): init, doctor, serve, start, stop, health, examples, service.
+// Hub commands (HB-1): init, roots, doctor, serve, start, stop, health, examples, service. Every one finds the config
+// through locate.ts, so they reach the same hub from any directory.
 import { spawn } from 'node:child_process';
 import { existsSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { type HubConfig, initConfig, loadConfig, resolveConfigPath } from '../faces/hub/config.ts';
+import { addRoots, type HubConfig, listRoots, loadConfig, type RootsChange, removeRoot } from '../faces/hub/config.ts';
 import { writeExamples } from '../faces/hub/examples.ts';
+import { type ConfigLocation, locateConfig } from '../faces/hub/locate.ts';
 import { Hub } from '../faces/hub/server.ts';
 import { serviceFiles } from '../faces/hub/service.ts';
 import { isLogLevel } from '../lib/log.ts';
@@ -15,24 +17,63 @@ const out = (s: string) => process.stdout.write(`${s}\n`);
 const START_TIMEOUT_MS = 60_000;
 
 export function registerHubCommands(program: Command): void {
-  program.option('--config <file>', 'config file (default: $BATON_CONFIG or ./.baton/config.json)');
-  const configPath = () => resolveConfigPath(program.opts<{ config?: string }>().config);
-  const explicitConfig = () => Boolean(program.opts<{ config?: string }>().config ?? process.env.BATON_CONFIG);
+  program.option(
+    '--config <file>',
+    'config file (default: $BATON_CONFIG, else $BATON_HOME/config.json, else the per-user config dir)',
+  );
+  const flag = () => program.opts<{ config?: string }>().config;
+  const location = () => locateConfig({ flag: flag() });
+  /** The user config is created on first use; a config named by --config or $BATON_CONFIG must already exist. */
+  const ensureConfig = (loc: ConfigLocation): void => {
+    if (existsSync(loc.configPath) || loc.source === 'flag' || loc.source === 'BATON_CONFIG') return;
+    addRoots({ location: loc, roots: [] });
+    out(`created ${loc.configPath} (no project roots yet — run \`baton init\` in a project)`);
+  };
 
   program
     .command('init')
-    .description('Write a new config with one random bearer token per caller (never overwrites).')
-    .requiredOption('--root <dir...>', 'authorised project root (repeatable)')
-    .option('--port <port>', 'listen port', (v) => Number.parseInt(v, 10))
-    .action((opts: { root: string[]; port?: number }) => {
-      const r = initConfig({ path: configPath(), roots: opts.root, port: opts.port });
-      if (!r.created) {
-        out(`config ${r.path} already exists; left unchanged`);
-        return;
+    .description(
+      "Authorise a project for delegation: creates the user's config (one random token per caller) if there is none, " +
+        'else adds the project as a root. Never rewrites tokens.',
+    )
+    .option('--root <dir...>', 'project root to authorise (repeatable; default: the current directory)')
+    .option('--port <port>', 'listen port of a new config', (v) => Number.parseInt(v, 10))
+    .action((opts: { root?: string[]; port?: number }) => {
+      const r = addRoots({ location: location(), roots: opts.root ?? [process.cwd()], port: opts.port });
+      reportRoots(r);
+      if (r.created) {
+        out(`agents found: ${r.agents.length ? r.agents.join(', ') : 'none (edit "agents" in the config)'}`);
+        out('run `baton examples` to write client snippets and tokens.env');
+      } else if (opts.port !== undefined) {
+        out(`--port ignored: ${r.path} already exists and keeps its port`);
       }
-      out(`wrote ${r.path}`);
-      out(`agents found: ${r.agents.length ? r.agents.join(', ') : 'none (edit "agents" in the config)'}`);
-      out('run `baton examples` to write client snippets and tokens.env');
+    });
+
+  const roots = program.command('roots').description('List, add or remove the project roots agents may work in.');
+  roots
+    .command('list', { isDefault: true })
+    .description('One authorised root per line.')
+    .action(() => {
+      const list = listRoots(location());
+      if (!list.length) out('no project roots yet — run `baton init` in a project');
+      for (const r of list) out(r);
+    });
+  roots
+    .command('add <dir...>')
+    .description('Authorise more project roots (a running hub picks them up).')
+    .action((dirs: string[]) => {
+      const loc = location();
+      listRoots(loc); // the config must exist: `baton init` is the command that creates one
+      reportRoots(addRoots({ location: loc, roots: dirs }));
+    });
+  roots
+    .command('remove <dir>')
+    .description('Stop authorising a root (a running hub refuses new work there at once).')
+    .action((dir: string) => {
+      const r = removeRoot(location(), dir);
+      out(`removed root ${r.removed} from ${r.path}`);
+      if (!r.roots.length) out('no roots left: agent_run is refused until you run `baton init` in a project');
+      out('a running hub applies this without a restart');
     });
 
   program
@@ -41,7 +82,7 @@ export function registerHubCommands(program: Command): void {
       'Check each configured agent: binary, version, login, and a real session where that costs no inference.',
     )
     .action(async () => {
-      const cfg = loadConfig(configPath());
+      const cfg = loadConfig(location());
       const { createAgent } = await import('../agents/registry.ts');
       let usable = 0;
       for (const [name, entry] of Object.entries(cfg.agents)) {
@@ -78,24 +119,27 @@ export function registerHubCommands(program: Command): void {
     .option('--log-level <level>', 'debug | info | warn | error')
     .option('--port <port>', 'override the configured port', (v) => Number.parseInt(v, 10))
     .action(async (opts: { logLevel?: string; port?: number }) => {
-      const path = configPath();
-      if (!existsSync(path) && !explicitConfig()) {
-        // First `npm start` in a directory: the current directory becomes the only root.
-        initConfig({ path, roots: [process.cwd()] });
-        out(`created ${path} with ${process.cwd()} as the only authorised root`);
-      }
-      const cfg = loadConfig(path);
-      if (opts.port !== undefined) cfg.listen.port = opts.port;
       if (opts.logLevel && !isLogLevel(opts.logLevel))
         throw new Error(`--log-level must be debug, info, warn or error`);
+      const loc = location();
+      // The first run creates the user config with no roots: which projects agents may touch is the user's call.
+      ensureConfig(loc);
+      const cfg = loadConfig(loc);
       const { tokensFile } = writeExamples(cfg);
       const hub = await Hub.start({
         config: cfg,
         logLevel: opts.logLevel as 'info' | undefined,
         stderrLogs: true,
+        port: opts.port,
       });
       out(`baton hub listening on ${hub.url} (callers: ${Object.keys(cfg.callers).join(', ')})`);
+      out(`config: ${cfg.path}`);
       out(`caller tokens: ${tokensFile}`);
+      out(
+        hub.currentRoots.length
+          ? `roots: ${hub.currentRoots.join(', ')}`
+          : 'no project roots yet — run `baton init` in a project',
+      );
       const stop = () => void hub.close();
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
@@ -106,15 +150,18 @@ export function registerHubCommands(program: Command): void {
     .command('start')
     .description('Start the hub in the background and wait until it answers.')
     .action(async () => {
-      const path = configPath();
-      const cfg = loadConfig(path);
+      const loc = location();
+      ensureConfig(loc);
+      const cfg = loadConfig(loc);
       if (await healthOf(cfg).catch(() => null)) {
         out(`already running on http://${cfg.listen.host}:${cfg.listen.port}`);
         return;
       }
       ensurePrivateDir(cfg.stateDirPath);
       const log = openSync(join(cfg.stateDirPath, 'daemon.out'), 'a', 0o600);
-      const child = spawn(process.execPath, [process.argv[1]!, '--config', path, 'serve'], {
+      // The child inherits this environment and cwd, so it resolves the same config; an explicit file is passed on.
+      const config = flag() === undefined ? [] : ['--config', cfg.path];
+      const child = spawn(process.execPath, [process.argv[1]!, ...config, 'serve'], {
         detached: true,
         stdio: ['ignore', log, log],
       });
@@ -139,7 +186,7 @@ export function registerHubCommands(program: Command): void {
     .command('stop')
     .description('Stop the hub through its authenticated local control endpoint.')
     .action(async () => {
-      const cfg = loadConfig(configPath());
+      const cfg = loadConfig(location());
       const res = await control(cfg, 'POST', '/control/stop').catch(() => null);
       if (!res) {
         out('not running');
@@ -156,7 +203,7 @@ export function registerHubCommands(program: Command): void {
     .command('health')
     .description('Version, uptime, agents and queue depth of the running hub.')
     .action(async () => {
-      const cfg = loadConfig(configPath());
+      const cfg = loadConfig(location());
       const h = await healthOf(cfg).catch((err) => {
         throw new Error(
           `the hub is not answering on http://${cfg.listen.host}:${cfg.listen.port}: ${redactError(err)}`,
@@ -167,14 +214,28 @@ export function registerHubCommands(program: Command): void {
 
   program
     .command('examples')
-    .description('Write client snippets and a private tokens.env under .baton/connections/ (prints no token).')
+    .description("Write client snippets and a private tokens.env in the config's connections/ dir (prints no token).")
     .action(() => {
-      const cfg = loadConfig(configPath());
+      const cfg = loadConfig(location());
       const { dir, files } = writeExamples(cfg);
       out(`wrote ${files.length} files under ${dir}:`);
       for (const f of files) out(`  ${f}`);
       out(`source ${join(dir, 'tokens.env')} in the environment that launches your clients`);
     });
+
+  function reportRoots(r: RootsChange): void {
+    if (r.created) {
+      out(
+        r.added.length
+          ? `created ${r.path} with root ${r.added.join(', ')}`
+          : `created ${r.path} (no project roots yet — run \`baton init\` in a project)`,
+      );
+      return;
+    }
+    for (const a of r.added) out(`added root ${a} to ${r.path}`);
+    for (const a of r.already) out(`${a} is already a root of ${r.path}; nothing changed`);
+    if (r.added.length) out('a running hub applies this without a restart');
+  }
 
   const service = program
     .command('service')
@@ -184,7 +245,7 @@ export function registerHubCommands(program: Command): void {
       .command(action)
       .option('--dry-run', 'print what would be done')
       .action(async (opts: { dryRun?: boolean }) => {
-        const cfg = loadConfig(configPath());
+        const cfg = loadConfig(location());
         const plan = serviceFiles(cfg, process.argv[1]!);
         const steps = action === 'install' ? plan.install : plan.uninstall;
         if (opts.dryRun) {

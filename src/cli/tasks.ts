@@ -2,7 +2,8 @@
 import type { Command } from 'commander';
 import type { StatusView, TaskView, WaitView } from '../core/engine.ts';
 import type { TaskEvent } from '../core/task.ts';
-import { type HubConfig, loadConfig, resolveConfigPath } from '../faces/hub/config.ts';
+import { type HubConfig, loadConfig } from '../faces/hub/config.ts';
+import { locateConfig } from '../faces/hub/locate.ts';
 import { eventLine, gitChanges, gitLine, gitStatusWord } from '../faces/hub/ui/format.ts';
 import { redactError } from '../lib/redact.ts';
 import { control } from './hub.ts';
@@ -15,7 +16,7 @@ const WAIT_REQUEST_TIMEOUT_MS = 40_000;
 type OperatorTask = TaskView & { caller: string };
 
 export function registerTasksCommand(program: Command): void {
-  const config = () => loadConfig(resolveConfigPath(program.opts<{ config?: string }>().config));
+  const config = () => loadConfig(locateConfig({ flag: program.opts<{ config?: string }>().config }));
   const tasks = program
     .command('tasks')
     .description("The running hub's tasks across all callers: list, show ID, tail ID, cancel ID.");

@@ -2,9 +2,10 @@
 // with cursors and long-poll, results, cancellation and crash recovery (TE-1..TE-11, HB-3..HB-5).
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, realpathSync, statSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
+import { join, relative } from 'node:path';
 import type { Agent, AgentEvent, AgentSession, Sandbox } from '../agents/agent.ts';
 import type { Logger } from '../lib/log.ts';
+import { isWithin, realish } from '../lib/paths.ts';
 import { isGroupAlive, stopGroup } from '../lib/process-group.ts';
 import { redactError } from '../lib/redact.ts';
 import { cutCodePoints, statusLine, stripTerminalControls } from '../lib/text.ts';
@@ -49,8 +50,11 @@ export interface EngineOptions {
   agents: ReadonlyMap<string, Agent>;
   /** Which agents each caller may reach; a caller not listed reaches none. */
   reachable: (caller: string) => readonly string[];
-  roots: readonly string[];
+  /** Authorised roots; a function when they can change while the engine runs (the hub reloads its config). */
+  roots: readonly string[] | (() => readonly string[]);
   stateDir: string;
+  /** Dirs no cwd may lie in whatever the roots say: baton's config, snippets and state (the state dir always is). */
+  privateDirs?: readonly string[];
   logger: Logger;
   /** Idle deadline per round (0 = none) and hard deadline (0 = none), set by the operator (TE-7). */
   idleTimeoutMs: number;
@@ -86,13 +90,25 @@ export class Engine {
   private readonly locks = new WorkspaceLocks();
   private readonly waiters = new Waiters();
   private readonly active = new Map<string, ActiveRound>();
-  private readonly roots: string[];
+  private readonly privateDirs: string[];
   private shuttingDown = false;
 
   constructor(opts: EngineOptions) {
     this.opts = opts;
     this.store = opts.store;
-    this.roots = opts.roots.map((r) => realpathSync(r));
+    this.privateDirs = [opts.stateDir, ...(opts.privateDirs ?? [])].map(realish);
+  }
+
+  /** The current roots as real paths; a root that vanished since it was authorised authorises nothing. */
+  private currentRoots(): string[] {
+    const roots = typeof this.opts.roots === 'function' ? this.opts.roots() : this.opts.roots;
+    const real: string[] = [];
+    for (const r of roots) {
+      try {
+        real.push(realpathSync(r));
+      } catch {}
+    }
+    return real;
   }
 
   // ---------------------------------------------------------------- recovery (HB-5)
@@ -178,6 +194,8 @@ export class Engine {
     if (!this.opts.agents.has(task.agent)) {
       throw new EngineError('invalid', `agent "${task.agent}" is no longer configured`);
     }
+    // A root removed since the task began no longer authorises new rounds in it.
+    this.authorisedCwd(task.cwd);
     let n = 0;
     this.store.tx(() => {
       assertTransition(task.state, 'queued');
@@ -599,9 +617,19 @@ export class Engine {
       throw new EngineError('invalid', `cwd ${cwd} does not exist`);
     }
     if (!statSync(real).isDirectory()) throw new EngineError('invalid', `cwd ${cwd} is not a directory`);
-    const inside = this.roots.some((root) => real === root || real.startsWith(root.endsWith(sep) ? root : root + sep));
-    if (!inside) {
-      throw new EngineError('forbidden', `cwd ${cwd} is outside the authorised roots (${this.roots.join(', ')})`);
+    // baton's own files (tokens, store) are never a workspace, even under a root that somehow contains them.
+    const own = this.privateDirs.find((dir) => isWithin(dir, real));
+    if (own)
+      throw new EngineError('forbidden', `cwd ${cwd} is inside baton's own files (${own}); choose a project dir`);
+    const roots = this.currentRoots();
+    if (!roots.length) {
+      throw new EngineError(
+        'forbidden',
+        'no project roots are authorised yet: run `baton init` in a project (or `baton roots add DIR`); the running hub picks the change up without a restart',
+      );
+    }
+    if (!roots.some((root) => isWithin(root, real))) {
+      throw new EngineError('forbidden', `cwd ${cwd} is outside the authorised roots (${roots.join(', ')})`);
     }
     return real;
   }

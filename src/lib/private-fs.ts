@@ -1,6 +1,6 @@
 // Files baton writes under its state dir and agent homes: dirs 0700, files 0600 (SE-2).
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 export const PRIVATE_DIR_MODE = 0o700;
@@ -16,13 +16,18 @@ export function ensurePrivateDir(dir: string): string {
 /** Writes a file atomically (temp file + rename) with mode 0600; its parent dir is made private. */
 export function writePrivateFile(path: string, data: string | Uint8Array, opts: { exclusive?: boolean } = {}): void {
   ensurePrivateDir(dirname(path));
-  if (opts.exclusive) {
-    // `wx` fails when the file exists: used where baton must never overwrite (e.g. config init).
-    writeFileSync(path, data, { mode: PRIVATE_FILE_MODE, flag: 'wx' });
-    return;
-  }
   const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   writeFileSync(tmp, data, { mode: PRIVATE_FILE_MODE, flag: 'wx' });
   chmodSync(tmp, PRIVATE_FILE_MODE);
-  renameSync(tmp, path);
+  if (!opts.exclusive) {
+    renameSync(tmp, path);
+    return;
+  }
+  // A hard link fails with EEXIST when the file exists (baton must never overwrite, e.g. a config's tokens) and,
+  // like rename, never shows a reader a half-written file.
+  try {
+    linkSync(tmp, path);
+  } finally {
+    rmSync(tmp, { force: true });
+  }
 }

@@ -19,6 +19,7 @@ import {
   call,
   connectCaller,
   followToEnd,
+  isolatedEnv,
   startHub,
   TEST_CALLERS,
   writeHubConfig,
@@ -34,7 +35,7 @@ const PATH_WITHOUT_AGENTS = (process.env.PATH ?? '')
 const baton = (args: string[], cwd: string) =>
   run(process.execPath, [join(REPO_ROOT, 'bin', 'baton.js'), ...args], {
     cwd,
-    env: { ...process.env, BATON_CONFIG: '', PATH: PATH_WITHOUT_AGENTS },
+    env: isolatedEnv(cwd, { PATH: PATH_WITHOUT_AGENTS }),
   });
 
 async function freePort(): Promise<number> {
@@ -226,19 +227,26 @@ test('hub HTTP: auth, isolation, schemas, roots, idempotency, lease, CLI, and no
   });
 });
 
-test('CLI: init never overwrites; examples writes a private tokens.env and snippets and prints no token', async (t) => {
+test('CLI with an explicit old-style .baton/config.json: init never rewrites tokens; examples writes a private tokens.env and snippets and prints no token', async (t) => {
   const dir = tempDir(t, 'baton-cli-');
   const root = join(dir, 'proj');
   mkdirSync(root);
   const cfg = join(dir, '.baton', 'config.json');
   const port = await freePort();
   const first = await baton(['--config', cfg, 'init', '--root', root, '--port', String(port)], dir);
-  assert.match(first.stdout, /wrote/);
+  assert.match(first.stdout, /created .*config\.json with root /);
   const original = readFileSync(cfg, 'utf8');
   assert.equal(statSync(cfg).mode & 0o777, 0o600);
   assert.equal(statSync(join(dir, '.baton')).mode & 0o777, 0o700);
-  const second = await baton(['--config', cfg, 'init', '--root', dir], dir);
-  assert.match(second.stdout, /already exists/);
+  const second = await baton(['--config', cfg, 'init', '--root', root], dir);
+  assert.match(second.stdout, /is already a root of .*; nothing changed/);
+  assert.equal(readFileSync(cfg, 'utf8'), original);
+  // The quick-start layout of old (config inside the root) is refused: an agent could read every token there.
+  const inside = await baton(['--config', cfg, 'init', '--root', dir], dir).catch(
+    (e: { code: number; stderr: string }) => e,
+  );
+  assert.equal((inside as { code: number }).code, 1);
+  assert.match((inside as { stderr: string }).stderr, /contains baton's own files/);
   assert.equal(readFileSync(cfg, 'utf8'), original);
 
   const ex = await baton(['--config', cfg, 'examples'], dir);
@@ -246,7 +254,7 @@ test('CLI: init never overwrites; examples writes a private tokens.env and snipp
   const tokens = readFileSync(join(dir, '.baton', 'connections', 'tokens.env'), 'utf8');
   assert.equal(statSync(join(dir, '.baton', 'connections', 'tokens.env')).mode & 0o777, 0o600);
   for (const [caller, { token }] of Object.entries(config.callers) as Array<[string, { token: string }]>) {
-    assert.ok(tokens.includes(`BATON_TOKEN_${caller.toUpperCase().replace(/-/g, '_')}=${token}\n`));
+    assert.ok(tokens.includes(`export BATON_TOKEN_${caller.toUpperCase().replace(/-/g, '_')}=${token}\n`));
     assert.equal(ex.stdout.includes(token), false, 'examples prints no token');
     assert.equal(first.stdout.includes(token), false, 'init prints no token');
   }
@@ -276,8 +284,7 @@ test('CLI: init never overwrites; examples writes a private tokens.env and snipp
   assert.match(dry.stdout, /serve/);
 
   // A config with an unknown key is refused with the key's path.
-  writeHubConfig({ dir: join(dir, 'bad'), roots: [root], agents: {} });
-  const badPath = join(dir, 'bad', '.baton', 'config.json');
+  const badPath = writeHubConfig({ dir: join(dir, 'bad'), roots: [root], agents: {} });
   const bad = JSON.parse(readFileSync(badPath, 'utf8'));
   bad.listen.hots = 'x';
   const { writeFileSync } = await import('node:fs');

@@ -1,7 +1,7 @@
 // Structured logs (UX-3): JSON lines with levels to a private file and stderr, redacted; `--log-level` is checked.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
@@ -35,7 +35,9 @@ test('logger: level filter, JSON lines in a 0600 file, secrets redacted', (t) =>
 
 test('baton serve refuses an unknown --log-level before starting', async (t) => {
   const dir = tempDir(t, 'baton-ux-loglevel-');
-  const config = writeHubConfig({ dir, roots: [dir], agents: {} });
+  const work = join(dir, 'work');
+  mkdirSync(work);
+  const config = writeHubConfig({ dir, roots: [work], agents: {} });
   const run = promisify(execFile)(process.execPath, [
     join(REPO_ROOT, 'bin', 'baton.js'),
     '--config',

@@ -2,15 +2,17 @@
 // over the control endpoint while MCP callers keep seeing only their own.
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { spawnGroup } from '../../src/lib/process-group.ts';
 import { REPO_ROOT } from '../support/bins.ts';
 import {
+  batonHome,
   CONTROL_TOKEN,
   call,
   connectCaller,
   followToEnd,
+  isolatedEnv,
   startHub,
   TEST_CALLERS,
   waitForEvent,
@@ -25,6 +27,7 @@ async function baton(configPath: string, ...args: string[]) {
     [join(REPO_ROOT, 'bin', 'baton.js'), '--config', configPath, 'tasks', ...args],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
+      env: isolatedEnv(dirname(dirname(configPath))),
     },
   );
   let stdout = '';
@@ -59,7 +62,7 @@ test('baton tasks: list across callers, show, tail to the end, cancel, bad ids',
     },
   });
   // The hub listens on a free port; the CLI reads it from a config beside the hub's own.
-  const cliConfig = join(dir, '.baton', 'cli.json');
+  const cliConfig = join(batonHome(dir), 'cli.json');
   const hubConfig = JSON.parse(readFileSync(hub.configPath, 'utf8'));
   hubConfig.listen.port = Number(new URL(hub.url).port);
   writeFileSync(cliConfig, JSON.stringify(hubConfig), { mode: 0o600 });

@@ -1,5 +1,6 @@
 // Runs a real hub daemon (`baton serve`) as a child process with a config the test writes, and connects the official
-// MCP SDK client to it over Streamable HTTP.
+// MCP SDK client to it over Streamable HTTP. Every hub and CLI a test starts gets BATON_HOME (and XDG dirs) inside the
+// test's temp dir, so no test reads or writes the real user's baton config.
 import { once } from 'node:events';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,17 +23,39 @@ export interface HubSetup {
   agents: Record<string, Record<string, unknown>>;
   callers?: Record<string, { token: string; agents?: string[] }>;
   limits?: { idleTimeoutMs?: number; hardTimeoutMs?: number; cancelGraceMs?: number };
+  /** Listen port (default 0: any free port). */
+  port?: number;
+  /** Start the hub with BATON_HOME only, no --config: how a user's `baton serve` finds its config. */
+  byHome?: boolean;
 }
 
-/** Writes `<dir>/.baton/config.json` (unless it exists) and returns its path. */
+/** The BATON_HOME of a test's hub: `<dir>/baton-home` (config.json, connections/, state/). */
+export function batonHome(dir: string): string {
+  return join(dir, 'baton-home');
+}
+
+/** Env that keeps a spawned baton inside `dir`: BATON_HOME and XDG dirs there, no inherited BATON_CONFIG. */
+export function isolatedEnv(dir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    BATON_HOME: batonHome(dir),
+    BATON_CONFIG: '',
+    XDG_CONFIG_HOME: join(dir, 'xdg-config'),
+    XDG_STATE_HOME: join(dir, 'xdg-state'),
+    ...extra,
+  };
+}
+
+/** Writes `<dir>/baton-home/config.json` (unless it exists) and returns its path. */
 export function writeHubConfig(setup: HubSetup): string {
-  const path = join(setup.dir, '.baton', 'config.json');
+  const home = batonHome(setup.dir);
+  const path = join(home, 'config.json');
   if (existsSync(path)) return path;
-  mkdirSync(join(setup.dir, '.baton'), { recursive: true, mode: 0o700 });
+  mkdirSync(home, { recursive: true, mode: 0o700 });
   const callers = setup.callers ?? Object.fromEntries(Object.entries(TEST_CALLERS).map(([c, token]) => [c, { token }]));
   const config = {
     version: 1,
-    listen: { host: '127.0.0.1', port: 0 },
+    listen: { host: '127.0.0.1', port: setup.port ?? 0 },
     roots: setup.roots,
     control: { token: CONTROL_TOKEN },
     callers,
@@ -62,9 +85,10 @@ export async function startHub(
   env: NodeJS.ProcessEnv = {},
 ): Promise<RunningHub> {
   const configPath = writeHubConfig(setup);
-  const group = spawnGroup(process.execPath, [join(REPO_ROOT, 'bin', 'baton.js'), '--config', configPath, 'serve'], {
+  const config = setup.byHome ? [] : ['--config', configPath];
+  const group = spawnGroup(process.execPath, [join(REPO_ROOT, 'bin', 'baton.js'), ...config, 'serve'], {
     cwd: setup.dir,
-    env: { ...process.env, ...env },
+    env: isolatedEnv(setup.dir, env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -96,7 +120,7 @@ export async function startHub(
   return {
     url,
     configPath,
-    stateDir: join(setup.dir, '.baton', 'state'),
+    stateDir: join(batonHome(setup.dir), 'state'),
     group,
     output: () => out,
     stop,

@@ -1,16 +1,18 @@
-// The hub's config file (HB-1): `.baton/config.json`, selected by --config or BATON_CONFIG. Unknown keys and bad values
-// are refused at load with the path of the bad key.
+// The hub's config file (HB-1): one per user, found by locate.ts (--config, $BATON_CONFIG, $BATON_HOME, the user's
+// config dir). Unknown keys and bad values are refused at load with the path of the bad key. Roots are the only part
+// that commands edit (init, roots add/remove) and the only part a running hub reloads.
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ACP_PRESETS } from '../../agents/acp/presets.ts';
 import { AGENT_KINDS } from '../../agents/registry.ts';
+import { isWithin, realish } from '../../lib/paths.ts';
 import { ensurePrivateDir, writePrivateFile } from '../../lib/private-fs.ts';
 import { registerSecret } from '../../lib/redact.ts';
+import { type ConfigLocation, describeLocation, locateConfig } from './locate.ts';
 
 export const DEFAULT_PORT = 43219;
-export const DEFAULT_CONFIG_PATH = join('.baton', 'config.json');
 /** Default callers: the clients baton knows how to configure (HB-1). */
 export const DEFAULT_CALLERS = ['claude', 'codex', 'opencode', 'gemini', 'dsh'] as const;
 const TOKEN_BYTES = 32;
@@ -32,7 +34,8 @@ export const configSchema = z
       })
       .strict()
       .default({ host: '127.0.0.1', port: DEFAULT_PORT }),
-    roots: z.array(z.string().min(1)).min(1, 'at least one root is needed'),
+    // Empty is allowed: a fresh user config has no project yet, and agent_run says to run `baton init`.
+    roots: z.array(z.string().min(1)),
     stateDir: z.string().min(1).optional(),
     control: z.object({ token }).strict(),
     callers: z.record(name, z.object({ token, agents: z.array(name).optional() }).strict()),
@@ -49,17 +52,21 @@ export const configSchema = z
   })
   .strict();
 
-export type HubConfig = z.infer<typeof configSchema> & { path: string; stateDirPath: string; rootsReal: string[] };
+export type HubConfig = z.infer<typeof configSchema> & {
+  path: string;
+  location: ConfigLocation;
+  stateDirPath: string;
+  connectionsDirPath: string;
+  /** baton's own dirs (config, snippets, state): never inside a root, never a cwd (issue 12). */
+  privateDirs: string[];
+  rootsReal: string[];
+};
 
 export class ConfigError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'ConfigError';
   }
-}
-
-export function resolveConfigPath(flag?: string): string {
-  return resolve(flag ?? process.env.BATON_CONFIG ?? DEFAULT_CONFIG_PATH);
 }
 
 function formatIssues(err: z.ZodError): string {
@@ -72,13 +79,64 @@ function formatIssues(err: z.ZodError): string {
     .join('\n  ');
 }
 
-export function loadConfig(path: string): HubConfig {
-  let raw: unknown;
+function asLocation(where: string | ConfigLocation): ConfigLocation {
+  return typeof where === 'string' ? locateConfig({ flag: where }) : where;
+}
+
+/** The dirs holding baton's own files for a config at `loc` whose `stateDir` key is `stateDir`. */
+function ownDirs(loc: ConfigLocation, stateDir: string | undefined): { stateDirPath: string; privateDirs: string[] } {
+  const stateDirPath = stateDir ? resolve(dirname(loc.configPath), stateDir) : loc.stateDir;
+  const dirs = [dirname(loc.configPath), loc.connectionsDir, stateDirPath].map(realish);
+  return { stateDirPath, privateDirs: [...new Set(dirs)] };
+}
+
+/**
+ * Checks one root and returns its real path: it must be a directory, and it may neither contain baton's own files
+ * (a delegated agent could read every token there) nor lie inside them.
+ */
+export function checkRoot(dir: string, privateDirs: readonly string[]): string {
+  let real: string;
   try {
-    raw = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (err) {
-    throw new ConfigError(`cannot read config ${path}: ${(err as Error).message}; create one with \`baton init\``);
+    real = realpathSync(dir);
+  } catch {
+    throw new ConfigError(`${dir} does not exist; give an existing project directory`);
   }
+  if (!statSync(real).isDirectory()) throw new ConfigError(`${dir} is not a directory`);
+  for (const own of privateDirs) {
+    if (isWithin(real, own)) {
+      throw new ConfigError(
+        `${real} contains baton's own files (${own}), where a delegated agent could read every caller's token; ` +
+          'authorise a project directory that does not contain them, or move baton elsewhere with $BATON_HOME',
+      );
+    }
+    if (isWithin(own, real)) throw new ConfigError(`${real} lies inside baton's own files (${own}); choose a project`);
+  }
+  return real;
+}
+
+function readJson(loc: ConfigLocation): unknown {
+  let text: string;
+  try {
+    text = readFileSync(loc.configPath, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+      throw new ConfigError(
+        `no baton config at ${describeLocation(loc)}; run \`baton init\` in a project to create it`,
+      );
+    }
+    throw new ConfigError(`cannot read config ${loc.configPath}: ${(err as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`cannot read config ${loc.configPath}: ${(err as Error).message}`);
+  }
+}
+
+export function loadConfig(where: string | ConfigLocation): HubConfig {
+  const loc = asLocation(where);
+  const path = loc.configPath;
+  const raw = readJson(loc);
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) throw new ConfigError(`invalid config ${path}:\n  ${formatIssues(parsed.error)}`);
   const cfg = parsed.data;
@@ -103,21 +161,25 @@ export function loadConfig(path: string): HubConfig {
     }
   }
   const base = dirname(path);
+  const { stateDirPath, privateDirs } = ownDirs(loc, cfg.stateDir);
   const rootsReal = cfg.roots.map((r, i) => {
-    const abs = isAbsolute(r) ? r : resolve(base, r);
     try {
-      if (!statSync(abs).isDirectory()) throw new Error('not a directory');
-      return realpathSync(abs);
+      return checkRoot(isAbsolute(r) ? r : resolve(base, r), privateDirs);
     } catch (err) {
-      throw new ConfigError(
-        `invalid config ${path}:\n  roots.${i}: ${abs} is not a readable directory (${(err as Error).message})`,
-      );
+      throw new ConfigError(`invalid config ${path}:\n  roots.${i}: ${(err as Error).message}`);
     }
   });
   registerSecret(cfg.control.token);
   for (const c of Object.values(cfg.callers)) registerSecret(c.token);
-  const stateDirPath = cfg.stateDir ? resolve(base, cfg.stateDir) : join(base, 'state');
-  return { ...cfg, path, stateDirPath, rootsReal };
+  return {
+    ...cfg,
+    path,
+    location: loc,
+    stateDirPath,
+    connectionsDirPath: loc.connectionsDir,
+    privateDirs,
+    rootsReal,
+  };
 }
 
 /** Agents a caller may reach: its configured list, or every agent but the one sharing its name (HB-3). */
@@ -152,34 +214,124 @@ export function findOnPath(binary: string, pathEnv = process.env.PATH ?? ''): st
 }
 
 export interface InitOptions {
-  path: string;
+  location: ConfigLocation;
   roots: string[];
   port?: number;
   /** Agents to configure; default: presets whose binary is on PATH and whose kind this build has. */
   agents?: Record<string, { kind: string } & Record<string, unknown>>;
 }
 
-/** Writes a new config (0600, dir 0700); never overwrites an existing one. */
-export function initConfig(opts: InitOptions): { path: string; created: boolean; agents: string[] } {
-  if (existsSync(opts.path)) return { path: opts.path, created: false, agents: [] };
+export interface RootsChange {
+  path: string;
+  created: boolean;
+  /** Agents configured when the config was created. */
+  agents: string[];
+  added: string[];
+  already: string[];
+  roots: string[];
+}
+
+/** The config as JSON, checked against the schema so an edit never writes back a config the hub would refuse. */
+function readEditable(loc: ConfigLocation): Record<string, unknown> & { roots: string[]; stateDir?: string } {
+  const raw = readJson(loc);
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new ConfigError(`invalid config ${loc.configPath} (fix it first):\n  ${formatIssues(parsed.error)}`);
+  }
+  return raw as Record<string, unknown> & { roots: string[]; stateDir?: string };
+}
+
+function sameRoot(stored: string, base: string, real: string | null, abs: string): boolean {
+  const s = isAbsolute(stored) ? stored : resolve(base, stored);
+  if (s === abs) return true;
+  if (!real) return false;
+  try {
+    return realpathSync(s) === real;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `baton init` / `baton roots add`: creates the config with these roots when there is none (fresh tokens), else adds
+ * the roots not there yet. Every dir is checked before anything is written; tokens are never rewritten.
+ */
+export function addRoots(opts: InitOptions): RootsChange {
+  const loc = opts.location;
+  const path = loc.configPath;
+  if (!existsSync(path)) {
+    const { privateDirs } = ownDirs(loc, undefined);
+    const roots = [...new Set(opts.roots.map((r) => checkRoot(resolve(r), privateDirs)))];
+    const agents = createConfig(opts, roots);
+    return { path, created: true, agents, added: roots, already: [], roots };
+  }
+  const raw = readEditable(loc);
+  const { privateDirs } = ownDirs(loc, raw.stateDir);
+  const base = dirname(path);
+  const wanted = [...new Set(opts.roots.map((r) => checkRoot(resolve(r), privateDirs)))];
+  const added: string[] = [];
+  const already: string[] = [];
+  for (const real of wanted) {
+    if (raw.roots.some((s) => sameRoot(s, base, real, real))) already.push(real);
+    else added.push(real);
+  }
+  const roots = [...raw.roots, ...added];
+  if (added.length) writePrivateFile(path, `${JSON.stringify({ ...raw, roots }, null, 2)}\n`);
+  return { path, created: false, agents: [], added, already, roots };
+}
+
+/** `baton roots remove`: the dir may be gone already (a deleted project), so it also matches by its plain path. */
+export function removeRoot(loc: ConfigLocation, dir: string): { path: string; removed: string; roots: string[] } {
+  const raw = readEditable(loc);
+  const abs = resolve(dir);
+  let real: string | null = null;
+  try {
+    real = realpathSync(abs);
+  } catch {}
+  const base = dirname(loc.configPath);
+  const keep = raw.roots.filter((s) => !sameRoot(s, base, real, abs));
+  if (keep.length === raw.roots.length) {
+    const list = raw.roots.length ? raw.roots.join(', ') : 'none';
+    throw new ConfigError(`${abs} is not a root of ${loc.configPath} (roots: ${list}); nothing changed`);
+  }
+  writePrivateFile(loc.configPath, `${JSON.stringify({ ...raw, roots: keep }, null, 2)}\n`);
+  return { path: loc.configPath, removed: abs, roots: keep };
+}
+
+export function listRoots(loc: ConfigLocation): string[] {
+  return readEditable(loc).roots;
+}
+
+/** Writes a new config (0600, dir 0700) atomically; never overwrites an existing one. Returns the agents found. */
+function createConfig(opts: InitOptions, roots: string[]): string[] {
+  const loc = opts.location;
   const agents =
     opts.agents ??
     Object.fromEntries(
       AGENT_PRESETS.filter((p) => p.entry.kind in AGENT_KINDS && findOnPath(p.binary)).map((p) => [p.name, p.entry]),
     );
   const callers = Object.fromEntries(DEFAULT_CALLERS.map((c) => [c, { token: newToken() }]));
+  const dir = dirname(loc.configPath);
   const cfg = {
     version: 1,
     listen: { host: '127.0.0.1', port: opts.port ?? DEFAULT_PORT },
-    roots: opts.roots.map((r) => realpathSync(resolve(r))),
+    roots,
+    // Named when it is not beside the config, so `--config FILE` (the service unit) finds the same store.
+    ...(resolve(loc.stateDir) !== join(dir, 'state') ? { stateDir: loc.stateDir } : {}),
     control: { token: newToken() },
     callers,
     agents,
   };
-  const dir = dirname(opts.path);
   ensurePrivateDir(dir);
   // Keep baton's files out of the user's git status when the config lives inside a repository.
   if (!existsSync(join(dir, '.gitignore'))) writePrivateFile(join(dir, '.gitignore'), '*\n');
-  writePrivateFile(opts.path, `${JSON.stringify(cfg, null, 2)}\n`, { exclusive: true });
-  return { path: opts.path, created: true, agents: Object.keys(agents) };
+  try {
+    writePrivateFile(loc.configPath, `${JSON.stringify(cfg, null, 2)}\n`, { exclusive: true });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
+      throw new ConfigError(`${loc.configPath} was created by another command meanwhile; run this again`);
+    }
+    throw err;
+  }
+  return Object.keys(agents);
 }

@@ -1,4 +1,5 @@
-// Client snippets (HB-1, UX-4): written under `.baton/connections/`, tokens only in a private tokens.env.
+// Client snippets (HB-1, UX-4): written in the config's connections/ dir, tokens only in a private tokens.env whose
+// `export` lines reach the clients a shell launches after sourcing it.
 import { join } from 'node:path';
 import { writePrivateFile } from '../../lib/private-fs.ts';
 import type { HubConfig } from './config.ts';
@@ -8,7 +9,7 @@ export function tokenEnvName(caller: string): string {
 }
 
 export function connectionsDir(cfg: HubConfig): string {
-  return join(cfg.path, '..', 'connections');
+  return cfg.connectionsDirPath;
 }
 
 /** Writes tokens.env and one snippet per client kind; returns the files written. Prints nothing itself. */
@@ -17,7 +18,7 @@ export function writeExamples(cfg: HubConfig): { dir: string; tokensFile: string
   const base = `http://${cfg.listen.host === '0.0.0.0' ? '127.0.0.1' : cfg.listen.host}:${cfg.listen.port}`;
   const url = (caller: string) => `${base}/mcp/${caller}`;
   const tokensFile = join(dir, 'tokens.env');
-  const lines = Object.entries(cfg.callers).map(([c, v]) => `${tokenEnvName(c)}=${v.token}`);
+  const lines = Object.entries(cfg.callers).map(([c, v]) => `export ${tokenEnvName(c)}=${v.token}`);
   writePrivateFile(tokensFile, `${lines.join('\n')}\n`);
   const files = [tokensFile];
   const put = (name: string, text: string) => {

@@ -1,9 +1,10 @@
 // The hub daemon (HB-1, HB-2, HB-5, HB-6): one durable local service on Streamable HTTP, one MCP endpoint per caller.
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { once } from 'node:events';
+import { type FSWatcher, statSync, watch } from 'node:fs';
 import { createServer, type Server as HttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
@@ -25,7 +26,7 @@ import { ensurePrivateDir } from '../../lib/private-fs.ts';
 import { redactError } from '../../lib/redact.ts';
 import { BATON_VERSION } from '../../version.ts';
 import { serveTools } from '../mcp-tools.ts';
-import { type HubConfig, reachableAgents } from './config.ts';
+import { type HubConfig, loadConfig, reachableAgents } from './config.ts';
 import { hubTools } from './tools.ts';
 import { Dashboard } from './ui/dashboard.ts';
 
@@ -44,6 +45,8 @@ export interface HubOptions {
   stderrLogs?: boolean;
   /** Skip the agent probes of the preflight (tests that start many hubs). */
   skipPreflight?: boolean;
+  /** Listen on this port instead of the configured one (`serve --port`). */
+  port?: number;
 }
 
 interface McpSession {
@@ -69,6 +72,10 @@ export class Hub {
   private readonly dashboard: Dashboard;
   private readonly startedAt = Date.now();
   private probes: AgentHealth[] = [];
+  /** Authorised roots (real paths); replaced when the config file changes (issue 10). */
+  private roots: string[];
+  private configStamp: string | null;
+  private watcher: FSWatcher | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   private closing: Promise<void> | undefined;
   /** Resolves when the hub has shut down (e.g. via `baton stop`). */
@@ -78,6 +85,8 @@ export class Hub {
   private constructor(opts: HubOptions, lease: DaemonLease) {
     this.config = opts.config;
     this.lease = lease;
+    this.roots = opts.config.rootsReal;
+    this.configStamp = stampOf(opts.config.path);
     const stateDir = opts.config.stateDirPath;
     this.logger = createLogger({
       level: opts.logLevel ?? opts.config.logLevel,
@@ -96,7 +105,12 @@ export class Hub {
       store: this.store,
       agents: this.agents,
       reachable: (caller) => reachableAgents(opts.config, caller),
-      roots: opts.config.rootsReal,
+      // Checked at every admission, so a root added a moment ago is honoured even before the watcher fires.
+      roots: () => {
+        this.refreshConfig();
+        return this.roots;
+      },
+      privateDirs: opts.config.privateDirs,
       stateDir,
       logger: this.logger,
       ...opts.config.limits,
@@ -136,7 +150,8 @@ export class Hub {
       if (recovered.interrupted || recovered.stoppedGroups)
         hub.logger.warn('recovered after an unclean stop', recovered);
       if (!opts.skipPreflight) await hub.preflight();
-      hub.http.listen(opts.config.listen.port, opts.config.listen.host);
+      hub.watchConfig();
+      hub.http.listen(opts.port ?? opts.config.listen.port, opts.config.listen.host);
       await once(hub.http, 'listening');
     } catch (err) {
       await hub.close();
@@ -144,8 +159,55 @@ export class Hub {
     }
     hub.sweepTimer = setInterval(() => hub.sweepSessions(), 60_000);
     hub.sweepTimer.unref();
-    hub.logger.info('hub listening', { url: hub.url, agents: [...hub.agents.keys()] });
+    hub.logger.info('hub listening', { url: hub.url, agents: [...hub.agents.keys()], roots: hub.roots });
+    if (!hub.roots.length) hub.logger.warn('no project roots yet: run `baton init` in a project');
     return hub;
+  }
+
+  /** Roots the hub authorises right now (real paths). */
+  get currentRoots(): readonly string[] {
+    return this.roots;
+  }
+
+  /** Watches the config's dir: editors and `baton roots` replace the file by rename, which a file watch would miss. */
+  private watchConfig(): void {
+    const name = basename(this.config.path);
+    try {
+      this.watcher = watch(dirname(this.config.path), { persistent: false }, (_event, file) => {
+        if (file === null || file === name) this.refreshConfig();
+      });
+      this.watcher.on('error', (err) => {
+        this.logger.warn('config watch stopped; root changes apply at the next agent_run', { error: redactError(err) });
+      });
+    } catch (err) {
+      this.logger.warn('cannot watch the config; root changes apply at the next agent_run', {
+        error: redactError(err),
+      });
+    }
+  }
+
+  /**
+   * Re-reads the config when its file changed (inode, size or mtime). Only roots apply live; a config that fails
+   * validation keeps the previous roots, and changes to anything else are logged as needing a restart.
+   */
+  refreshConfig(): void {
+    const stamp = stampOf(this.config.path);
+    if (stamp === this.configStamp) return;
+    this.configStamp = stamp;
+    let next: HubConfig;
+    try {
+      next = loadConfig(this.config.location);
+    } catch (err) {
+      this.logger.warn('config change refused; keeping the previous roots', { reason: redactError(err) });
+      return;
+    }
+    if (next.rootsReal.join('\0') !== this.roots.join('\0')) {
+      this.roots = next.rootsReal;
+      this.logger.info('roots reloaded', { roots: this.roots });
+    }
+    const changed = RESTART_KEYS.filter((k) => JSON.stringify(next[k]) !== JSON.stringify(this.config[k]));
+    if (changed.length)
+      this.logger.warn('config changes that need a restart (`baton stop`, `baton start`)', { changed });
   }
 
   get port(): number {
@@ -182,6 +244,8 @@ export class Hub {
       uptimeSeconds: Math.round((Date.now() - this.startedAt) / 1000),
       url: this.url,
       stateDir: this.config.stateDirPath,
+      config: this.config.path,
+      roots: this.roots,
       agents: [...this.agents.keys()].map(
         (name) =>
           this.probes.find((p) => p.name === name) ?? { name, kind: this.agents.get(name)!.kind, available: null },
@@ -193,6 +257,7 @@ export class Hub {
   async close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.sweepTimer);
+      this.watcher?.close();
       this.dashboard.close();
       await this.engine.close();
       for (const s of this.sessions.values()) await s.transport.close().catch(() => {});
@@ -347,6 +412,18 @@ export class Hub {
   private originAllowed(origin: string): boolean {
     const port = this.port;
     return ['127.0.0.1', 'localhost', '[::1]', this.config.listen.host].some((n) => origin === `http://${n}:${port}`);
+  }
+}
+
+/** Config keys a running hub does not re-apply (roots do apply). */
+const RESTART_KEYS = ['listen', 'stateDir', 'control', 'callers', 'agents', 'limits', 'logLevel'] as const;
+
+function stampOf(path: string): string | null {
+  try {
+    const st = statSync(path);
+    return `${st.ino}:${st.size}:${st.mtimeMs}`;
+  } catch {
+    return null;
   }
 }
 
