@@ -308,3 +308,41 @@ test('recovery stops a leftover worker group and marks unfinished work interrupt
   assert.equal(fresh.status('alice', task.taskId).state, 'interrupted');
   agent.gate('never').open();
 });
+
+test("roots change while the engine runs; baton's own dirs are never a cwd, even under a root", async (t) => {
+  const base = tempDir(t);
+  const project = join(base, 'project');
+  const stateDir = join(project, 'state');
+  const configDir = join(base, 'config');
+  for (const d of [project, stateDir, configDir]) mkdirSync(d, { recursive: true });
+  let roots: string[] = [];
+  const agent = new FakeAgent();
+  const { engine } = engineFor(t, {
+    agents: { fake: agent },
+    roots: () => roots,
+    stateDir,
+    privateDirs: [configDir],
+  });
+  const run = (cwd: string, key: string) => engine.run('alice', { prompt: 'reply hi', cwd, idempotencyKey: key });
+  assert.throws(() => run(project, 'k1'), /no project roots are authorised yet: run `baton init`/);
+  roots = [project];
+  const task = run(project, 'k2');
+  assert.equal((await settle(engine, 'alice', task.taskId)).state, 'succeeded');
+  // A layout a hub would refuse at load (state under the root) still never lets a cwd into the state dir.
+  assert.throws(
+    () => run(stateDir, 'k3'),
+    (err: EngineError) => {
+      assert.equal(err.code, 'forbidden');
+      assert.match(err.message, /inside baton's own files/);
+      return true;
+    },
+  );
+  symlinkSync(configDir, join(project, 'cfg-link'));
+  assert.throws(() => run(join(project, 'cfg-link'), 'k4'), /inside baton's own files/);
+  // Removing the root stops new rounds there, continue included.
+  roots = [];
+  assert.throws(
+    () => engine.continue('alice', { taskId: task.taskId, prompt: 'more', idempotencyKey: 'k5' }),
+    /no project roots/,
+  );
+});

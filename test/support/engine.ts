@@ -13,8 +13,9 @@ export function engineFor(
   t: Pick<TestContext, 'after'>,
   opts: {
     agents: Record<string, Agent>;
-    roots: string[];
+    roots: string[] | (() => readonly string[]);
     stateDir: string;
+    privateDirs?: string[];
     idleTimeoutMs?: number;
     cancelGraceMs?: number;
   },
@@ -27,6 +28,7 @@ export function engineFor(
     reachable: () => names,
     roots: opts.roots,
     stateDir: opts.stateDir,
+    privateDirs: opts.privateDirs,
     logger: silentLogger,
     idleTimeoutMs: opts.idleTimeoutMs ?? 0,
     hardTimeoutMs: 0,
