@@ -8,14 +8,17 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { REPO_ROOT } from '../support/bins.ts';
-import { writeHubConfig } from '../support/hub.ts';
+import { isolatedEnv, writeHubConfig } from '../support/hub.ts';
 import { SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 
 const run = promisify(execFile);
 
 async function doctor(configPath: string, cwd: string): Promise<{ code: number; stdout: string }> {
-  return run(process.execPath, [join(REPO_ROOT, 'bin', 'baton.js'), '--config', configPath, 'doctor'], { cwd }).then(
+  return run(process.execPath, [join(REPO_ROOT, 'bin', 'baton.js'), '--config', configPath, 'doctor'], {
+    cwd,
+    env: isolatedEnv(cwd),
+  }).then(
     (r) => ({ code: 0, stdout: r.stdout }),
     (e: { code: number; stdout: string }) => ({ code: e.code, stdout: e.stdout }),
   );

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { createLogger } from '../../src/lib/log.ts';
 import { REPO_ROOT } from '../support/bins.ts';
-import { writeHubConfig } from '../support/hub.ts';
+import { isolatedEnv, writeHubConfig } from '../support/hub.ts';
 import { tempDir } from '../support/tmp.ts';
 
 test('logger: level filter, JSON lines in a 0600 file, secrets redacted', (t) => {
@@ -38,14 +38,11 @@ test('baton serve refuses an unknown --log-level before starting', async (t) => 
   const work = join(dir, 'work');
   mkdirSync(work);
   const config = writeHubConfig({ dir, roots: [work], agents: {} });
-  const run = promisify(execFile)(process.execPath, [
-    join(REPO_ROOT, 'bin', 'baton.js'),
-    '--config',
-    config,
-    'serve',
-    '--log-level',
-    'loud',
-  ]);
+  const run = promisify(execFile)(
+    process.execPath,
+    [join(REPO_ROOT, 'bin', 'baton.js'), '--config', config, 'serve', '--log-level', 'loud'],
+    { env: isolatedEnv(dir) },
+  );
   await assert.rejects(run, (err: { code: number; stderr: string }) => {
     assert.equal(err.code, 1);
     assert.match(err.stderr, /--log-level must be debug, info, warn or error/);
