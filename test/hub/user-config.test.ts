@@ -1,7 +1,7 @@
 // One config per user (issue 10) with the real CLI and a real hub daemon: `baton init` from project dirs, `baton roots`,
 // commands run from other directories reaching the hub through the same resolved config, a running hub picking up root
 // changes without a restart, and the token-exfiltration layout (baton's files inside a root) refused (issue 12). Every
-// process gets its BATON_HOME / XDG dirs inside the test's temp dir.
+// process gets its BATON_HOME (or XDG dirs and HOME) inside the test's temp dir.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -52,7 +52,13 @@ async function until(what: string, check: () => boolean, ms = 20_000): Promise<v
 
 test('baton init in project dirs: one XDG user config, roots added idempotently, bad roots refused, nothing rewritten', async (t) => {
   const dir = tempDir(t, 'baton-user-');
-  const env = isolatedEnv(dir, { BATON_HOME: '', HOME: join(dir, 'home'), PATH: PATH_WITHOUT_AGENTS });
+  const env = isolatedEnv(dir, {
+    BATON_HOME: '',
+    XDG_CONFIG_HOME: join(dir, 'xdg-config'),
+    XDG_STATE_HOME: join(dir, 'xdg-state'),
+    HOME: join(dir, 'home'),
+    PATH: PATH_WITHOUT_AGENTS,
+  });
   const configPath = join(dir, 'xdg-config', 'baton', 'config.json');
   const [a, b, elsewhere] = ['proj-a', 'proj-b', 'elsewhere'].map((n) => join(dir, n));
   for (const d of [a, b, elsewhere]) mkdirSync(d!);

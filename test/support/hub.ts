@@ -1,6 +1,6 @@
 // Runs a real hub daemon (`baton serve`) as a child process with a config the test writes, and connects the official
-// MCP SDK client to it over Streamable HTTP. Every hub and CLI a test starts gets BATON_HOME (and XDG dirs) inside the
-// test's temp dir, so no test reads or writes the real user's baton config.
+// MCP SDK client to it over Streamable HTTP. Every hub and CLI a test starts gets BATON_HOME inside the test's temp
+// dir, so no test reads or writes the real user's baton config.
 import { once } from 'node:events';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -34,16 +34,12 @@ export function batonHome(dir: string): string {
   return join(dir, 'baton-home');
 }
 
-/** Env that keeps a spawned baton inside `dir`: BATON_HOME and XDG dirs there, no inherited BATON_CONFIG. */
+/**
+ * Env that keeps a spawned baton inside `dir`: BATON_HOME there (it wins over the XDG dirs, which stay as they are so
+ * the agent CLIs a hub starts see the environment they always did) and no inherited BATON_CONFIG.
+ */
 export function isolatedEnv(dir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  return {
-    ...process.env,
-    BATON_HOME: batonHome(dir),
-    BATON_CONFIG: '',
-    XDG_CONFIG_HOME: join(dir, 'xdg-config'),
-    XDG_STATE_HOME: join(dir, 'xdg-state'),
-    ...extra,
-  };
+  return { ...process.env, BATON_HOME: batonHome(dir), BATON_CONFIG: '', ...extra };
 }
 
 /** Writes `<dir>/baton-home/config.json` (unless it exists) and returns its path. */
