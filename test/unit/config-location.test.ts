@@ -1,7 +1,16 @@
 // Where baton finds its per-user config (issue 10) and how roots are edited: the resolver's precedence with injected
 // env/platform/home, and init/roots add/remove on a config in a temp dir (never the real user's home).
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { addRoots, ConfigError, listRoots, loadConfig, removeRoot } from '../../src/faces/hub/config.ts';
@@ -72,7 +81,7 @@ test('locate: macOS keeps config, connections and state under ~/Library/Applicat
   assert.equal(locateConfig({ env: { BATON_HOME: '/b' }, home, cwd, platform: 'darwin' }).configPath, '/b/config.json');
 });
 
-test('locate: --config naming the user config keeps its state dir (as `baton start` and the service unit pass it)', () => {
+test('locate: --config naming the user config keeps its state dir (as the service unit passes it)', () => {
   const env = { XDG_CONFIG_HOME: '/x/config', XDG_STATE_HOME: '/x/state' };
   const user = userLocation({ env, home, cwd, platform: 'linux' });
   assert.deepEqual(locateConfig({ flag: user.configPath, env, home, cwd, platform: 'linux' }), user);
@@ -144,6 +153,14 @@ test('roots: remove by path (even of a deleted dir), unknown root refused, last 
   addRoots({ location: loc, roots: [a, b], agents: {} });
   const text = readFileSync(loc.configPath, 'utf8');
   assert.throws(() => removeRoot(loc, join(dir, 'c')), /c is not a root of .*; nothing changed/);
+  // A root deleted since: the config no longer loads, says how to drop it, and remove works by its path.
+  const gone = join(dir, 'gone');
+  mkdirSync(gone);
+  addRoots({ location: loc, roots: [gone] });
+  rmSync(gone, { recursive: true });
+  assert.throws(() => loadConfig(loc), /roots\.2: .*gone does not exist.*`baton roots remove .*gone`/);
+  assert.deepEqual(removeRoot(loc, gone).roots, [a, b]);
+  assert.equal(readFileSync(loc.configPath, 'utf8'), text);
   assert.equal(readFileSync(loc.configPath, 'utf8'), text);
   assert.deepEqual(removeRoot(loc, a).roots, [b]);
   assert.deepEqual(removeRoot(loc, b).roots, []);

@@ -163,10 +163,13 @@ export function loadConfig(where: string | ConfigLocation): HubConfig {
   const base = dirname(path);
   const { stateDirPath, privateDirs } = ownDirs(loc, cfg.stateDir);
   const rootsReal = cfg.roots.map((r, i) => {
+    const abs = isAbsolute(r) ? r : resolve(base, r);
     try {
-      return checkRoot(isAbsolute(r) ? r : resolve(base, r), privateDirs);
+      return checkRoot(abs, privateDirs);
     } catch (err) {
-      throw new ConfigError(`invalid config ${path}:\n  roots.${i}: ${(err as Error).message}`);
+      // A project deleted since it was added is the likely case; say how to drop it.
+      const hint = existsSync(abs) ? '' : ` (if the project is gone: \`baton roots remove ${abs}\`)`;
+      throw new ConfigError(`invalid config ${path}:\n  roots.${i}: ${(err as Error).message}${hint}`);
     }
   });
   registerSecret(cfg.control.token);
