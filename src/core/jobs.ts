@@ -3,14 +3,14 @@
 // session. Limits, long-poll cursors, result paging, commentary tail, deadlines and cancellation are the engine's
 // rules (TE-2, TE-4, TE-5, TE-7, TE-8) applied without a store.
 import { randomUUID } from 'node:crypto';
-import type { Agent, AgentEvent, Sandbox } from '../agents/agent.ts';
+import type { Agent, AgentSession, Sandbox } from '../agents/agent.ts';
 import type { Logger } from '../lib/log.ts';
 import { silentLogger } from '../lib/log.ts';
 import { DEFAULT_STOP_GRACE_MS, stopGroup } from '../lib/process-group.ts';
 import { redact } from '../lib/redact.ts';
 import { cutCodePoints, statusLine, stripTerminalControls } from '../lib/text.ts';
-import { Deadline } from './deadlines.ts';
-import { keepTail, MAX_RESULT_BYTES, pageTail, pageText, type TailPage, type TextPage } from './paging.ts';
+import { keepTail, pageTail, pageText, type TailPage, type TextPage } from './paging.ts';
+import { type RoundEvent, runRound } from './round.ts';
 import { Waiters } from './waiters.ts';
 
 /** Jobs running at once (P-CL, P-CX). */
@@ -98,14 +98,12 @@ interface Job {
   startedAt: number;
   finishedAt?: number;
   result: string;
-  resultBytes: number;
   error?: string;
   commentary: string;
   commentaryDropped: number;
   commentaryTotal: number;
   controller: AbortController;
   cancelRequested: boolean;
-  failure?: string;
   pgids: Set<number>;
   sessionId?: string;
   done: Promise<void>;
@@ -173,7 +171,6 @@ export class JobTable {
       phases: [],
       startedAt: this.now(),
       result: '',
-      resultBytes: 0,
       commentary: '',
       commentaryDropped: 0,
       commentaryTotal: 0,
@@ -254,47 +251,45 @@ export class JobTable {
   }
 
   private async run(job: Job, spec: JobSpec): Promise<void> {
-    const deadline = new Deadline({
+    let session: AgentSession | undefined;
+    const r = await runRound({
       hardMs: this.opts.hardDeadlineMs,
       idleMs: this.opts.idleDeadlineMs,
-      onExpire: (err) => {
-        job.failure = err.message;
-        job.controller.abort();
+      signal: job.controller.signal,
+      label: job.label,
+      // A job force-finished by cancel() reads nothing more of its turn.
+      abandoned: () => job.state !== 'running',
+      start: async (signal) => {
+        session = await spec.agent.openSession({
+          cwd: spec.cwd,
+          sandbox: spec.sandbox,
+          model: spec.model,
+          effort: spec.effort,
+          signal,
+          onProcessGroup: (pgid) => job.pgids.add(pgid),
+        });
+        return session.turn(spec.prompt, { signal });
+      },
+      onEvent: (ev) => this.apply(job, ev),
+      close: async () => {
+        await session?.close();
       },
     });
-    let ended = false;
-    try {
-      const session = await spec.agent.openSession({
-        cwd: spec.cwd,
-        sandbox: spec.sandbox,
-        model: spec.model,
-        effort: spec.effort,
-        signal: job.controller.signal,
-        onProcessGroup: (pgid) => job.pgids.add(pgid),
-      });
-      try {
-        for await (const ev of session.turn(spec.prompt, { signal: job.controller.signal })) {
-          if (job.state !== 'running') break;
-          deadline.touch();
-          if (ev.kind === 'end') {
-            ended = true;
-            this.end(job, ev);
-            break;
-          }
-          this.apply(job, ev);
-        }
-      } finally {
-        await session.close();
+    if (r.state === 'succeeded') {
+      job.result = r.text;
+      this.finish(job, 'completed');
+    } else if (r.state === 'cancelled') {
+      if (r.end?.acknowledged === false) {
+        // TE-8: the agent did not confirm the stop in time; its group was stopped, the turn is abandoned.
+        this.opts.logger.warn('cancel not acknowledged; turn abandoned', { jobId: job.id, sessionId: job.sessionId });
       }
-      if (!ended) this.finish(job, 'failed', `${job.label} ended the turn without a result`);
-    } catch (err) {
-      this.finish(job, job.cancelRequested ? 'cancelled' : 'failed', err instanceof Error ? err.message : String(err));
-    } finally {
-      deadline.clear();
+      this.finish(job, 'cancelled');
+    } else {
+      this.finish(job, 'failed', r.error ?? job.error ?? 'the agent reported a failure');
     }
   }
 
-  private apply(job: Job, ev: Exclude<AgentEvent, { kind: 'end' }>): void {
+  private apply(job: Job, ev: RoundEvent): void {
     switch (ev.kind) {
       case 'session':
         job.sessionId = ev.id;
@@ -314,37 +309,12 @@ export class JobTable {
         this.bump(job);
         break;
       }
-      case 'message':
-        job.resultBytes += Buffer.byteLength(ev.text);
-        if (job.resultBytes > MAX_RESULT_BYTES) {
-          // TE-4: an oversized result fails the job atomically; nothing of it is kept.
-          job.result = '';
-          job.failure = `the result exceeded the ${MAX_RESULT_BYTES}-byte limit and was dropped`;
-          job.controller.abort();
-        } else job.result += ev.text;
-        break;
       case 'error':
         job.error = safeError(ev.message);
         break;
       case 'tool':
       case 'usage':
         break;
-    }
-  }
-
-  private end(job: Job, ev: Extract<AgentEvent, { kind: 'end' }>): void {
-    if (job.failure) {
-      this.finish(job, 'failed', job.failure);
-    } else if (ev.outcome === 'cancelled' || job.cancelRequested) {
-      if (ev.acknowledged === false) {
-        // TE-8: the agent did not confirm the stop in time; its group was stopped, the turn is abandoned.
-        this.opts.logger.warn('cancel not acknowledged; turn abandoned', { jobId: job.id, sessionId: job.sessionId });
-      }
-      this.finish(job, 'cancelled');
-    } else if (ev.outcome === 'failed') {
-      this.finish(job, 'failed', ev.error ?? job.error ?? 'the agent reported a failure');
-    } else {
-      this.finish(job, 'completed');
     }
   }
 
