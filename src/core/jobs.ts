@@ -10,6 +10,7 @@ import { DEFAULT_STOP_GRACE_MS, stopGroup } from '../lib/process-group.ts';
 import { redact } from '../lib/redact.ts';
 import { cutCodePoints, statusLine, stripTerminalControls } from '../lib/text.ts';
 import { keepTail, pageTail, pageText, type TailPage, type TextPage } from './paging.ts';
+import { RetentionTable } from './retention.ts';
 import { type RoundEvent, runRound } from './round.ts';
 import { Waiters } from './waiters.ts';
 
@@ -112,7 +113,7 @@ interface Job {
 }
 
 export class JobTable {
-  private readonly jobs = new Map<string, Job>();
+  private readonly jobs: RetentionTable<Job>;
   private readonly waiters = new Waiters();
   private readonly opts: Required<Omit<JobTableOptions, 'logger' | 'clock'>> & { logger: Logger };
   private readonly statusIntervalMs: number;
@@ -133,16 +134,20 @@ export class JobTable {
     };
     this.statusIntervalMs = this.opts.statusIntervalMs;
     this.now = opts.clock ?? Date.now;
+    this.jobs = new RetentionTable<Job>({
+      maxActive: this.opts.maxActive,
+      maxKept: this.opts.maxKept,
+      retentionMs: this.opts.retentionMs,
+      finishedAt: (job) => job.finishedAt,
+      clock: this.now,
+    });
   }
 
   get activeCount(): number {
-    let n = 0;
-    for (const job of this.jobs.values()) if (job.state === 'running') n++;
-    return n;
+    return this.jobs.activeCount;
   }
 
   get size(): number {
-    this.prune();
     return this.jobs.size;
   }
 
@@ -155,14 +160,15 @@ export class JobTable {
 
   start(spec: JobSpec): { jobId: string; cursor: number } {
     if (this.closed) throw new JobError('limit', 'the server is shutting down; no new jobs are accepted');
-    this.prune();
-    if (this.activeCount >= this.opts.maxActive) {
+    const refused = this.jobs.admit();
+    if (refused) {
       throw new JobError(
         'limit',
-        `${this.opts.maxActive} jobs are already running; wait for one to finish or cancel one, then start again`,
+        refused === 'too_many_active'
+          ? `${this.opts.maxActive} jobs are already running; wait for one to finish or cancel one, then start again`
+          : `${this.opts.maxKept} jobs are kept and none has finished; wait for one to finish or cancel one`,
       );
     }
-    if (this.jobs.size >= this.opts.maxKept) this.evictOldestTerminal();
     const job: Job = {
       id: randomUUID(),
       label: spec.label,
@@ -180,7 +186,7 @@ export class JobTable {
       done: Promise.resolve(),
       lastBumpAt: 0,
     };
-    this.jobs.set(job.id, job);
+    this.jobs.add(job.id, job);
     this.phase(job, `${spec.label}: started`, true);
     job.done = this.run(job, spec);
     return { jobId: job.id, cursor: 0 };
@@ -375,7 +381,6 @@ export class JobTable {
   }
 
   private get(jobId: string): Job {
-    this.prune();
     const job = this.jobs.get(jobId);
     if (!job) {
       throw new JobError(
@@ -384,22 +389,6 @@ export class JobTable {
       );
     }
     return job;
-  }
-
-  private prune(): void {
-    const cutoff = this.now() - this.opts.retentionMs;
-    for (const [id, job] of this.jobs) {
-      if (job.state !== 'running' && (job.finishedAt ?? 0) <= cutoff) this.jobs.delete(id);
-    }
-  }
-
-  private evictOldestTerminal(): void {
-    let oldest: Job | undefined;
-    for (const job of this.jobs.values()) {
-      if (job.state === 'running') continue;
-      if (!oldest || (job.finishedAt ?? 0) < (oldest.finishedAt ?? 0)) oldest = job;
-    }
-    if (oldest) this.jobs.delete(oldest.id);
   }
 }
 
