@@ -340,7 +340,7 @@ export class Engine {
       idleMs: this.opts.idleTimeoutMs,
       hardMs: this.opts.hardTimeoutMs,
       signal,
-      start: async (roundSignal) => {
+      start: async (roundSignal, touch) => {
         if (roundSignal.aborted) armForceStop();
         else roundSignal.addEventListener('abort', armForceStop, { once: true });
         if (!agent) throw new Error(`agent "${task.agent}" is not configured on this hub`);
@@ -352,6 +352,7 @@ export class Engine {
           model: task.model ?? undefined,
           effort: task.effort ?? undefined,
           signal: roundSignal,
+          onActivity: touch,
           onProcessGroup: (pgid) => this.store.addWorker({ pgid, taskId, leaderStart: leaderStartTime(pgid) }, now()),
         });
         if (entry.session.id) this.log.recordSession(taskId, n, entry.session.id);

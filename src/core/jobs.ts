@@ -75,7 +75,7 @@ export interface JobTableOptions {
   retentionMs?: number;
   /** Hard wall-clock deadline per job (0 = none); activity never extends it. */
   hardDeadlineMs?: number;
-  /** Idle deadline per job (0 = none); only the job's own agent events refresh it. */
+  /** Idle deadline per job (0 = none); only the job's own agent events and correlated activity refresh it. */
   idleDeadlineMs?: number;
   /** Bound on waiting for a cancelled job's adapter to finish before its groups are stopped directly. */
   cancelWaitMs?: number;
@@ -265,13 +265,14 @@ export class JobTable {
       label: job.label,
       // A job force-finished by cancel() reads nothing more of its turn.
       abandoned: () => job.state !== 'running',
-      start: async (signal) => {
+      start: async (signal, touch) => {
         session = await spec.agent.openSession({
           cwd: spec.cwd,
           sandbox: spec.sandbox,
           model: spec.model,
           effort: spec.effort,
           signal,
+          onActivity: touch,
           onProcessGroup: (pgid) => job.pgids.add(pgid),
         });
         return session.turn(spec.prompt, { signal });

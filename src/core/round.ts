@@ -19,9 +19,12 @@ export interface RoundOptions {
   signal?: AbortSignal;
   /**
    * Opens the session and starts the turn. `signal` is the round's own: aborted on the caller's cancel, an expired
-   * deadline or an oversized result. Throwing here fails the round with the error's message.
+   * deadline or an oversized result (its reason says which). `touch` refreshes the idle deadline for correlated
+   * activity that yields no event (pass it on as the session's `onActivity`). Throwing here fails the round.
    */
-  start(signal: AbortSignal): AsyncIterable<AgentEvent> | Promise<AsyncIterable<AgentEvent>>;
+  start(signal: AbortSignal, touch: () => void): AsyncIterable<AgentEvent> | Promise<AsyncIterable<AgentEvent>>;
+  /** Told at once when a deadline expires (the round itself ends only once the turn wound down). */
+  onDeadline?(err: DeadlineExceededError): void;
   /** Every event other than `message` and `end`, in order (the answer text is collected by the round). */
   onEvent?(ev: RoundEvent): void;
   /** Runs once the turn is over, however it ended (closing the session); a throw here counts only without an end. */
@@ -56,8 +59,9 @@ export function tooLargeError(maxBytes = MAX_RESULT_BYTES): string {
 
 /**
  * Runs one round. The contract, the same for every caller:
- * - Both deadlines start before the turn does. Each event of the turn (it carries only this round's events) refreshes
- *   the idle deadline; nothing extends the hard one. An expired deadline stops the round.
+ * - Both deadlines start before the turn does. Each event of the turn (it carries only this round's events), and each
+ *   `touch` for correlated activity without an event, refreshes the idle deadline; nothing extends the hard one. An
+ *   expired deadline stops the round.
  * - `message` events form the answer; once it exceeds `maxResultBytes` it is dropped whole and the round is stopped.
  * - The first `end` event ends the turn; later events are never read. A turn that finishes without one, or throws,
  *   fails the round. `close` always runs, after the turn.
@@ -82,20 +86,27 @@ export async function runRound(opts: RoundOptions): Promise<RoundResult> {
     idleMs: opts.idleMs,
     hardMs: opts.hardMs,
     onExpire: (err) => {
-      if (!stop) deadlineError = err;
+      if (stop) return;
+      deadlineError = err;
       stopWith('deadline', err);
+      opts.onDeadline?.(err);
     },
   });
+  let over = false;
+  // Late activity (after the turn) must not re-arm a cleared idle timer.
+  const touch = () => {
+    if (!over) deadline.touch();
+  };
 
   let text = '';
   let bytes = 0;
   let end: EndEvent | undefined;
   let thrown: unknown;
   try {
-    const events = await opts.start(controller.signal);
+    const events = await opts.start(controller.signal, touch);
     for await (const ev of events) {
       if (opts.abandoned?.()) break;
-      deadline.touch();
+      touch();
       if (ev.kind === 'end') {
         end = ev;
         break;
@@ -114,6 +125,7 @@ export async function runRound(opts: RoundOptions): Promise<RoundResult> {
   } catch (err) {
     thrown = err;
   } finally {
+    over = true;
     deadline.clear();
     opts.signal?.removeEventListener('abort', onCancel);
     try {

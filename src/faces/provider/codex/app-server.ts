@@ -6,6 +6,7 @@ import { resolve } from 'node:path';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { AgentSession, Sandbox } from '../../../agents/agent.ts';
+import type { DeadlineExceededError } from '../../../core/deadlines.ts';
 import { JobError, JobTable, MAX_STATUS_WAIT_MS } from '../../../core/jobs.ts';
 import { runRound } from '../../../core/round.ts';
 import { redact } from '../../../lib/redact.ts';
@@ -20,7 +21,6 @@ import {
   type CallSpec,
   type CodexRuntime,
   callAgent,
-  type DeadlineExceededError,
   InFlightTurns,
 } from './turns.ts';
 
@@ -65,8 +65,10 @@ export function appServerTools(opts: AppServerOptions): CodexTools {
   const jobs = new JobTable({
     logger,
     statusIntervalMs: opts.statusIntervalMs,
-    // The call wrapper enforces both deadlines; the table only bounds waiting for a cancelled job to wind down.
-    // Interrupt, the grace, then the group stop (another grace) and the close: cover all of it.
+    hardDeadlineMs: opts.limits.hardMs,
+    idleDeadlineMs: opts.limits.idleMs,
+    // Waiting for a cancelled job to wind down: interrupt, the grace, then the group stop (another grace) and the
+    // close; cover all of it.
     cancelWaitMs: 2 * opts.limits.cancelGraceMs + 10_000,
   });
 
@@ -157,7 +159,6 @@ export function appServerTools(opts: AppServerOptions): CodexTools {
         onActivity: () => {
           lastActivityAt = Date.now();
         },
-        onExpire: (err) => expired.resolve(err),
       },
     );
     progress('Codex: started');
@@ -166,17 +167,21 @@ export function appServerTools(opts: AppServerOptions): CodexTools {
       if (Date.now() - lastProgressAt < opts.heartbeatMs) return;
       progress(`Codex: still running (last event ${Math.round((Date.now() - lastActivityAt) / 1000)} s ago)`);
     }, opts.heartbeatMs);
-    // The call's deadlines live in callAgent (refreshed by every notification of the thread); the round adds the
-    // single end and the result cap.
     let session: AgentSession | undefined;
     const run = runRound({
       signal: ctx.signal,
+      idleMs: opts.limits.idleMs,
+      hardMs: opts.limits.hardMs,
+      // The call fails at once with -32001; the turn's interrupt and wind-down continue in the background.
+      onDeadline: (err) => expired.resolve(err),
       label: 'Codex',
-      start: async (signal) => {
+      start: async (signal, touch) => {
         session = await agent.openSession({
           cwd: spec.cwd,
           sandbox: spec.sandbox,
           signal,
+          // Every notification of the call's thread refreshes the idle deadline; heartbeats never do.
+          onActivity: touch,
           onProcessGroup: ctx.trackGroup,
         });
         return session.turn(prompt, { signal });

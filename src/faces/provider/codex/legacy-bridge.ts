@@ -7,8 +7,9 @@ import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { Agent, AgentEvent, AgentSession, Sandbox } from '../../../agents/agent.ts';
 import { childEnv } from '../../../agents/codex/adapter.ts';
 import { EventQueue } from '../../../agents/event-queue.ts';
-import { Deadline } from '../../../core/deadlines.ts';
+import { DeadlineExceededError } from '../../../core/deadlines.ts';
 import { JobTable } from '../../../core/jobs.ts';
+import { runRound } from '../../../core/round.ts';
 import { readLines } from '../../../lib/jsonl.ts';
 import type { Logger } from '../../../lib/log.ts';
 import { type ChildGroup, spawnGroup } from '../../../lib/process-group.ts';
@@ -74,7 +75,10 @@ interface LegacyCall {
   id: JsonRpcId;
   key: string;
   entry: InFlightEntry;
-  deadline: Deadline;
+  /** Correlated activity: refreshes the idle deadline of the round the call belongs to. */
+  touch: () => void;
+  /** Ends the client call's own round (its deadlines); a job's round belongs to the job table. */
+  endRound: () => void;
   threadId?: string;
   lastAgentMessage?: string;
   terminalTimer?: NodeJS.Timeout;
@@ -88,6 +92,7 @@ interface LegacyCall {
     queue: EventQueue<AgentEvent>;
     cancelRequested: boolean;
     jobIds: { jobId?: string };
+    onActivity?: () => void;
   };
 }
 
@@ -135,6 +140,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
     logger,
     statusIntervalMs: opts.statusIntervalMs,
     hardDeadlineMs: opts.limits.hardMs,
+    idleDeadlineMs: opts.limits.idleMs,
     cancelWaitMs: 2 * opts.limits.cancelGraceMs + 10_000,
   });
 
@@ -163,7 +169,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
   };
 
   const closeCall = (call: LegacyCall) => {
-    call.deadline.clear();
+    call.endRound();
     clearTimeout(call.terminalTimer);
     clearTimeout(call.cancelTimer);
     clearInterval(call.heartbeat);
@@ -222,10 +228,24 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
       lastActivityAt: Date.now(),
       lastProgressAt: Date.now(),
       progress: progressSender(progressToken, (params) => send({ method: 'notifications/progress', params })),
-      deadline: new Deadline({
+      touch: job?.onActivity ?? (() => {}),
+      endRound: () => {},
+      job,
+    };
+    calls.set(key, call);
+    if (!job) {
+      // A client call is a round of its own: its deadlines are runRound's; its answer is Codex's own frame, forwarded
+      // as is, so the round carries no events and ends when the call closes.
+      const closed = new EventQueue<AgentEvent>();
+      call.endRound = () => closed.end();
+      void runRound({
         idleMs: opts.limits.idleMs,
-        hardMs: job ? 0 : opts.limits.hardMs,
-        onExpire: (err) => {
+        hardMs: opts.limits.hardMs,
+        start: (_signal, touch) => {
+          call.touch = touch;
+          return closed;
+        },
+        onDeadline: (err) => {
           // That one call fails; Codex is asked to stop; its late answer is dropped; the connection stays up.
           toCodex(
             JSON.stringify({
@@ -234,17 +254,12 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
               params: { requestId: id, reason: err.message },
             }),
           );
-          if (call.job) {
-            call.job.queue.push({ kind: 'end', outcome: 'failed', error: err.message });
-            call.job.queue.end();
-          } else send({ id, error: { code: -32001, message: `Codex call timed out: ${err.message}` } });
+          send({ id, error: { code: -32001, message: `Codex call timed out: ${err.message}` } });
           suppress(call, false);
           watchMidFrame();
         },
-      }),
-      job,
-    };
-    calls.set(key, call);
+      });
+    }
     if (!job && progressToken !== undefined) {
       call.lastProgressAt = Date.now();
       call.progress.send('Codex: started');
@@ -301,7 +316,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
     name: 'codex',
     kind: 'codex',
     probe: async () => ({ name: 'codex', kind: 'codex', available: true }),
-    async openSession(): Promise<AgentSession> {
+    async openSession(sessionOpts): Promise<AgentSession> {
       return {
         id: args.threadId,
         close: async () => {},
@@ -309,7 +324,12 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
           const queue = new EventQueue<AgentEvent>();
           const { native, meta } = nativeArgs(args);
           const id = `baton-job-${randomUUID()}`;
-          const call = startCall(id, meta, undefined, { queue, cancelRequested: false, jobIds });
+          const call = startCall(id, meta, undefined, {
+            queue,
+            cancelRequested: false,
+            jobIds,
+            ...(sessionOpts.onActivity ? { onActivity: sessionOpts.onActivity } : {}),
+          });
           toCodex(
             JSON.stringify({
               jsonrpc: '2.0',
@@ -322,9 +342,20 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
             'abort',
             () => {
               if (!calls.has(call.key)) return;
+              // A cancel or an expired deadline of the job's round: Codex is asked to stop and must confirm it.
               call.job!.cancelRequested = true;
               call.entry.state = 'canceling';
-              toCodex(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } }));
+              const reason = turnOpts.signal.reason;
+              toCodex(
+                JSON.stringify({
+                  jsonrpc: '2.0',
+                  method: 'notifications/cancelled',
+                  params: {
+                    requestId: id,
+                    ...(reason instanceof DeadlineExceededError ? { reason: reason.message } : {}),
+                  },
+                }),
+              );
               call.cancelTimer = setTimeout(() => abandon(call), opts.limits.cancelGraceMs);
             },
             { once: true },
@@ -528,7 +559,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
       if (call) {
         call.lastActivityAt = Date.now();
         call.entry.lastActivityAt = call.lastActivityAt;
-        call.deadline.touch();
+        call.touch();
         const threadId =
           meta?.threadId ?? (event.type === 'session_configured' ? (event.thread_id as string) : undefined);
         if (threadId && !call.threadId) {
