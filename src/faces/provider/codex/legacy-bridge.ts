@@ -1,24 +1,21 @@
 // The legacy passthrough itself (P-CX legacy path), with its streams injected: the client's frames arrive on
 // `clientIn` and leave on `clientOut`, Codex's `codex mcp-server` is spawned as a process group, and ending the bridge
 // calls `exit`. legacy.ts binds it to the process; tests create it in-process on their own streams.
-import { randomUUID } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
-import type { Agent, AgentEvent, AgentSession, Sandbox } from '../../../agents/agent.ts';
+import type { Sandbox } from '../../../agents/agent.ts';
 import { childEnv } from '../../../agents/codex/adapter.ts';
-import { EventQueue } from '../../../agents/event-queue.ts';
-import { DeadlineExceededError } from '../../../core/deadlines.ts';
 import { JobTable } from '../../../core/jobs.ts';
-import { runRound } from '../../../core/round.ts';
 import { readLines } from '../../../lib/jsonl.ts';
 import type { Logger } from '../../../lib/log.ts';
 import { type ChildGroup, spawnGroup } from '../../../lib/process-group.ts';
 import { redact } from '../../../lib/redact.ts';
 import { stripTerminalControls } from '../../../lib/text.ts';
 import { describeIssues, toolError, toolJsonSchema } from '../../mcp-tools.ts';
-import { MAX_CLIENT_FRAME_BYTES, type ProviderTool, progressSender, ToolFailure } from '../stdio-server.ts';
+import { MAX_CLIENT_FRAME_BYTES, type ProviderTool, ToolFailure } from '../stdio-server.ts';
 import { authFailure, backgroundTools, type CallArgs } from './app-server.ts';
 import { type CodexHomeSettings, prepareProviderHome } from './home.ts';
+import { type CallMeta, endJob, LegacyCalls } from './legacy-calls.ts';
 import {
   authErrorResult,
   isTypedUnauthorized,
@@ -27,8 +24,9 @@ import {
   type Message,
   statusOf,
 } from './legacy-frames.ts';
+import { finishJob, JOB_REQUEST_PREFIX, legacyJobAgent } from './legacy-jobs.ts';
 import { codexReplySchema, codexSchema } from './schemas.ts';
-import { AUTH_INVALIDATED_CODE, type CallLimits, type InFlightEntry, InFlightTurns } from './turns.ts';
+import { AUTH_INVALIDATED_CODE, type CallLimits, InFlightTurns } from './turns.ts';
 
 /** Late native responses the bridge may be waiting to drop at once; reaching it ends the bridge (P-CX). */
 export const MAX_SUPPRESSED_CODEX_RESPONSES = 16;
@@ -70,32 +68,6 @@ export interface LegacyBridge {
   teardown(reason: string, code?: number): Promise<void>;
 }
 
-/** One curated call in flight (the client's, or a job's private one). */
-interface LegacyCall {
-  id: JsonRpcId;
-  key: string;
-  entry: InFlightEntry;
-  /** Correlated activity: refreshes the idle deadline of the round the call belongs to. */
-  touch: () => void;
-  /** Ends the client call's own round (its deadlines); a job's round belongs to the job table. */
-  endRound: () => void;
-  threadId?: string;
-  lastAgentMessage?: string;
-  terminalTimer?: NodeJS.Timeout;
-  cancelTimer?: NodeJS.Timeout;
-  heartbeat?: NodeJS.Timeout;
-  lastActivityAt: number;
-  lastProgressAt: number;
-  progress: { send: (message: string) => void; stop: () => void };
-  /** Set for a job's private call: events and the answer go to it instead of the client. */
-  job?: {
-    queue: EventQueue<AgentEvent>;
-    cancelRequested: boolean;
-    jobIds: { jobId?: string };
-    onActivity?: () => void;
-  };
-}
-
 export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams): LegacyBridge {
   const logger = opts.logger;
   const maxSuppressed = opts.maxSuppressed ?? MAX_SUPPRESSED_CODEX_RESPONSES;
@@ -115,9 +87,6 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
   codex.child.stdin?.on('error', () => {});
 
   const inflight = new InFlightTurns();
-  const calls = new Map<string, LegacyCall>();
-  /** Calls closed locally whose late native response is still to be dropped. */
-  const suppressed = new Map<string, { abandoned: boolean; threadId?: string; jobId?: string }>();
   const toolsListIds = new Set<string>();
   /** Client requests for the bridge's own tools, aborted by the client's notifications/cancelled. */
   const localRequests = new Map<string, AbortController>();
@@ -135,6 +104,18 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
   const toCodex = (line: string | Buffer) => {
     codex.child.stdin?.write(typeof line === 'string' ? `${line}\n` : Buffer.concat([line, Buffer.from('\n')]));
   };
+  const calls = new LegacyCalls({
+    inflight,
+    limits: opts.limits,
+    heartbeatMs: opts.heartbeatMs,
+    terminalGraceMs,
+    maxSuppressed,
+    logger,
+    send,
+    toCodex,
+    teardown: (reason) => void teardown(reason),
+    watchMidFrame: () => watchMidFrame(),
+  });
 
   const jobs = new JobTable({
     logger,
@@ -150,7 +131,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
       logger.warn('codex bridge shutting down', { reason });
       for (const c of localRequests.values()) c.abort();
       await Promise.race([jobs.closeAll(), new Promise((r) => setTimeout(r, TEARDOWN_GRACE_MS).unref())]);
-      for (const call of calls.values()) closeCall(call);
+      for (const call of calls.all()) calls.close(call);
       codex.child.stdin?.end();
       // A clean close lets Codex exit on EOF; a failing bridge stops the group at once (still TERM, then KILL).
       if (code === 0) await Promise.race([codex.exited, new Promise((r) => setTimeout(r, TEARDOWN_GRACE_MS).unref())]);
@@ -168,25 +149,6 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
     return shuttingDown;
   };
 
-  const closeCall = (call: LegacyCall) => {
-    call.endRound();
-    clearTimeout(call.terminalTimer);
-    clearTimeout(call.cancelTimer);
-    clearInterval(call.heartbeat);
-    call.progress.stop();
-    inflight.remove(call.entry);
-    calls.delete(call.key);
-  };
-
-  /** Closes a call locally; its native response, if it ever comes, is dropped. */
-  const suppress = (call: LegacyCall, abandoned: boolean) => {
-    closeCall(call);
-    suppressed.set(call.key, { abandoned, threadId: call.threadId, jobId: call.job?.jobIds.jobId });
-    if (suppressed.size >= maxSuppressed) {
-      void teardown(`${suppressed.size} late Codex responses are pending suppression (MAX_SUPPRESSED_CODEX_RESPONSES)`);
-    }
-  };
-
   /** A stall inside a native frame leaves no line boundary for later frames: one more grace, then the bridge ends. */
   const watchMidFrame = () => {
     if (!codexMidFrame) return;
@@ -201,81 +163,8 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
     }, opts.limits.cancelGraceMs).unref();
   };
 
-  const answerCall = (call: LegacyCall, msg: Record<string, unknown>) => {
-    if (call.job) return;
-    send({ id: call.id, ...msg });
-  };
-
-  const startCall = (
-    id: JsonRpcId,
-    meta: { cwd?: string; cwdInferred: boolean; sandbox: string; threadId?: string },
-    progressToken?: string | number,
-    job?: LegacyCall['job'],
-  ) => {
-    const key = keyOf(id);
-    const entry = inflight.add({
-      ids: job ? job.jobIds : { requestId: key },
-      cwd: meta.cwd,
-      cwdInferred: meta.cwdInferred,
-      sandbox: meta.sandbox,
-      threadId: meta.threadId,
-    });
-    const call: LegacyCall = {
-      id,
-      key,
-      entry,
-      threadId: meta.threadId,
-      lastActivityAt: Date.now(),
-      lastProgressAt: Date.now(),
-      progress: progressSender(progressToken, (params) => send({ method: 'notifications/progress', params })),
-      touch: job?.onActivity ?? (() => {}),
-      endRound: () => {},
-      job,
-    };
-    calls.set(key, call);
-    if (!job) {
-      // A client call is a round of its own: its deadlines are runRound's; its answer is Codex's own frame, forwarded
-      // as is, so the round carries no events and ends when the call closes.
-      const closed = new EventQueue<AgentEvent>();
-      call.endRound = () => closed.end();
-      void runRound({
-        idleMs: opts.limits.idleMs,
-        hardMs: opts.limits.hardMs,
-        start: (_signal, touch) => {
-          call.touch = touch;
-          return closed;
-        },
-        onDeadline: (err) => {
-          // That one call fails; Codex is asked to stop; its late answer is dropped; the connection stays up.
-          toCodex(
-            JSON.stringify({
-              jsonrpc: '2.0',
-              method: 'notifications/cancelled',
-              params: { requestId: id, reason: err.message },
-            }),
-          );
-          send({ id, error: { code: -32001, message: `Codex call timed out: ${err.message}` } });
-          suppress(call, false);
-          watchMidFrame();
-        },
-      });
-    }
-    if (!job && progressToken !== undefined) {
-      call.lastProgressAt = Date.now();
-      call.progress.send('Codex: started');
-      call.heartbeat = setInterval(() => {
-        if (Date.now() - call.lastProgressAt < opts.heartbeatMs) return;
-        call.lastProgressAt = Date.now();
-        call.progress.send(
-          `Codex: still running (last event ${Math.round((Date.now() - call.lastActivityAt) / 1000)} s ago)`,
-        );
-      }, opts.heartbeatMs);
-    }
-    return call;
-  };
-
   /** Native arguments of a curated call; the caller's choices only, the rest is the server's. */
-  const nativeArgs = (args: CallArgs): { native: Record<string, unknown>; meta: Parameters<typeof startCall>[1] } => {
+  const nativeArgs = (args: CallArgs): { native: Record<string, unknown>; meta: CallMeta } => {
     if (args.threadId !== undefined) {
       const known = threadCwds.get(args.threadId);
       const reminder = args.goal ? `Reminder of the goal for this thread: ${args.goal}\n\n` : '';
@@ -312,74 +201,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
   };
 
   // ---- Background jobs: private tools/call requests on the same Codex, never shown to the client.
-  const legacyAgent = (args: CallArgs, jobIds: { jobId?: string }): Agent => ({
-    name: 'codex',
-    kind: 'codex',
-    probe: async () => ({ name: 'codex', kind: 'codex', available: true }),
-    async openSession(sessionOpts): Promise<AgentSession> {
-      return {
-        id: args.threadId,
-        close: async () => {},
-        turn(_prompt, turnOpts) {
-          const queue = new EventQueue<AgentEvent>();
-          const { native, meta } = nativeArgs(args);
-          const id = `baton-job-${randomUUID()}`;
-          const call = startCall(id, meta, undefined, {
-            queue,
-            cancelRequested: false,
-            jobIds,
-            ...(sessionOpts.onActivity ? { onActivity: sessionOpts.onActivity } : {}),
-          });
-          toCodex(
-            JSON.stringify({
-              jsonrpc: '2.0',
-              id,
-              method: 'tools/call',
-              params: { name: args.threadId ? 'codex-reply' : 'codex', arguments: native },
-            }),
-          );
-          turnOpts.signal.addEventListener(
-            'abort',
-            () => {
-              if (!calls.has(call.key)) return;
-              // A cancel or an expired deadline of the job's round: Codex is asked to stop and must confirm it.
-              call.job!.cancelRequested = true;
-              call.entry.state = 'canceling';
-              const reason = turnOpts.signal.reason;
-              toCodex(
-                JSON.stringify({
-                  jsonrpc: '2.0',
-                  method: 'notifications/cancelled',
-                  params: {
-                    requestId: id,
-                    ...(reason instanceof DeadlineExceededError ? { reason: reason.message } : {}),
-                  },
-                }),
-              );
-              call.cancelTimer = setTimeout(() => abandon(call), opts.limits.cancelGraceMs);
-            },
-            { once: true },
-          );
-          return queue;
-        },
-      };
-    },
-  });
-
-  const abandon = (call: LegacyCall) => {
-    inflight.abandoned++;
-    logger.warn('codex: cancel not acknowledged within the grace; turn abandoned', {
-      threadId: call.threadId,
-      ...(call.job ? { jobId: call.job.jobIds.jobId } : { requestId: call.key }),
-    });
-    if (call.job) {
-      call.job.queue.push({ kind: 'end', outcome: 'cancelled', acknowledged: false });
-      call.job.queue.end();
-    }
-    suppress(call, true);
-    watchMidFrame();
-  };
-
+  const jobDeps = { calls, nativeArgs, toCodex };
   const localTools: ProviderTool[] = backgroundTools({
     jobs,
     inflight,
@@ -391,7 +213,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
       const jobIds: { jobId?: string } = {};
       const { meta } = nativeArgs(args);
       const started = jobs.start({
-        agent: legacyAgent(args, jobIds),
+        agent: legacyJobAgent(jobDeps, args, jobIds),
         prompt: args.prompt,
         cwd: meta.cwd ?? opts.launchDir,
         sandbox: (meta.sandbox as Sandbox) ?? 'read-only',
@@ -440,10 +262,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
       if (requestId !== undefined) {
         localRequests.get(keyOf(requestId))?.abort();
         const call = calls.get(keyOf(requestId));
-        if (call && !call.job && !call.cancelTimer) {
-          call.entry.state = 'canceling';
-          call.cancelTimer = setTimeout(() => abandon(call), opts.limits.cancelGraceMs);
-        }
+        if (call && !call.job && !call.cancelTimer) calls.awaitCancel(call);
       }
       toCodex(raw);
       return;
@@ -482,7 +301,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
     }
     const { native, meta } = nativeArgs(parsed.data as CallArgs);
     const progressToken = (msg.params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
-    startCall(id, meta, progressToken);
+    calls.start(id, meta, progressToken);
     toCodex(JSON.stringify({ ...msg, params: { ...msg.params, arguments: native } }));
   };
 
@@ -536,15 +355,10 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
         });
         return;
       }
-      const late = suppressed.get(key);
-      if (late) {
-        suppressed.delete(key);
-        if (late.abandoned) logAbandonedFinished(late, key);
-        return;
-      }
+      if (calls.settleLate(key)) return;
       const call = calls.get(key);
       if (call) {
-        closeCall(call);
+        calls.close(call);
         if (call.job) finishJob(call, msg);
         else toClient(raw);
         return;
@@ -576,22 +390,20 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
           // The typed event is replaced by one structured tool error; new turns are refused from now on.
           authInvalidated = true;
           if (call.job) {
-            call.job.queue.push({
+            endJob(call.job, {
               kind: 'end',
               outcome: 'failed',
               error: `${AUTH_INVALIDATED_CODE}: ${authFailure().message}`,
             });
-            call.job.queue.end();
           } else send({ id: call.id, result: authErrorResult(call.threadId) });
-          suppress(call, false);
+          calls.suppress(call, false);
           return;
         }
         if (event.type === 'turn_aborted' && call.cancelTimer) {
           // Codex confirms a cancel with turn_aborted and, as MCP asks, sends no response for the cancelled request.
-          closeCall(call);
+          calls.close(call);
           if (call.job) {
-            call.job.queue.push({ kind: 'end', outcome: 'cancelled', acknowledged: true });
-            call.job.queue.end();
+            endJob(call.job, { kind: 'end', outcome: 'cancelled', acknowledged: true });
             return;
           }
           toClient(raw);
@@ -611,20 +423,14 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
         )
           call.job.queue.push({ kind: 'commentary', text: stripTerminalControls(event.message) });
         if (event.type === 'task_complete') {
-          call.lastAgentMessage = typeof event.last_agent_message === 'string' ? event.last_agent_message : '';
           // Terminal result recovery: answer for Codex if its own response does not follow within the grace.
-          call.terminalTimer = setTimeout(() => recover(call), terminalGraceMs);
+          calls.expectResponse(call, typeof event.last_agent_message === 'string' ? event.last_agent_message : '');
         }
         if (call.job) return;
       } else if (meta?.requestId !== undefined) {
-        const key = keyOf(meta.requestId);
-        const late = suppressed.get(key);
-        if (late && event.type === 'turn_aborted') {
-          // A call closed locally (deadline, abandoned cancel) that Codex has now aborted: no response will follow.
-          suppressed.delete(key);
-          if (late.abandoned) logAbandonedFinished(late, key);
-        }
-        if (String(meta.requestId).startsWith('baton-job-')) return;
+        // A call closed locally (deadline, abandoned cancel) that Codex has now aborted: no response will follow.
+        if (event.type === 'turn_aborted') calls.settleLate(keyOf(meta.requestId));
+        if (String(meta.requestId).startsWith(JOB_REQUEST_PREFIX)) return;
       }
       toClient(raw);
       return;
@@ -632,54 +438,12 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
     if (msg.method !== undefined && msg.id !== undefined) {
       // A server request (e.g. an approval elicitation) for a job's private call is declined; others go to the client.
       const related = (msg.params as { _meta?: { requestId?: JsonRpcId } } | undefined)?._meta?.requestId;
-      if (related !== undefined && String(related).startsWith('baton-job-')) {
+      if (related !== undefined && String(related).startsWith(JOB_REQUEST_PREFIX)) {
         toCodex(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { action: 'decline' } }));
         return;
       }
     }
     toClient(raw);
-  };
-
-  const logAbandonedFinished = (late: { threadId?: string; jobId?: string }, key: string) =>
-    logger.warn('codex: an abandoned turn finished', {
-      threadId: late.threadId,
-      ...(late.jobId ? { jobId: late.jobId } : { requestId: key }),
-    });
-
-  const recover = (call: LegacyCall) => {
-    if (!calls.has(call.key)) return;
-    const content = redact(call.lastAgentMessage ?? '');
-    logger.info('codex: no tools/call response after task completion; answering for Codex', { requestId: call.key });
-    if (call.job) {
-      call.job.queue.push({ kind: 'message', text: content });
-      call.job.queue.push({ kind: 'end', outcome: 'succeeded' });
-      call.job.queue.end();
-    } else
-      answerCall(call, {
-        result: { content: [{ type: 'text', text: content }], structuredContent: { threadId: call.threadId, content } },
-      });
-    suppress(call, false);
-  };
-
-  const finishJob = (call: LegacyCall, msg: Message) => {
-    const job = call.job!;
-    const result = (msg.result ?? {}) as {
-      isError?: boolean;
-      content?: Array<{ text?: string }>;
-      structuredContent?: { content?: unknown };
-    };
-    const text =
-      typeof result.structuredContent?.content === 'string'
-        ? result.structuredContent.content
-        : (result.content ?? []).map((c) => c.text ?? '').join('');
-    if (job.cancelRequested) job.queue.push({ kind: 'end', outcome: 'cancelled', acknowledged: true });
-    else if (msg.error || result.isError)
-      job.queue.push({ kind: 'end', outcome: 'failed', error: redact(text || 'Codex reported an error') });
-    else {
-      job.queue.push({ kind: 'message', text });
-      job.queue.push({ kind: 'end', outcome: 'succeeded' });
-    }
-    job.queue.end();
   };
 
   codex.child.stdout?.on('data', (d: Buffer) => {
@@ -696,16 +460,14 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
     onError: (err) => void teardown(`the client sent an unusable frame: ${err.message}`),
   });
   codex.exited.then((exit) => {
-    for (const call of [...calls.values()]) {
-      if (call.job) {
-        call.job.queue.push({ kind: 'end', outcome: 'failed', error: 'Codex exited' });
-        call.job.queue.end();
-      } else
+    for (const call of calls.all()) {
+      if (call.job) endJob(call.job, { kind: 'end', outcome: 'failed', error: 'Codex exited' });
+      else
         send({
           id: call.id,
           error: { code: ErrorCode.InternalError, message: 'Codex exited; reconnect to start a new bridge' },
         });
-      closeCall(call);
+      calls.close(call);
     }
     void teardown(`codex mcp-server exited (code ${exit.code ?? 'none'}, signal ${exit.signal ?? 'none'})`);
   });
