@@ -32,12 +32,8 @@ export class RetentionTable<R> {
     this.now = opts.clock ?? Date.now;
   }
 
-  get maxActive(): number {
+  private get maxActive(): number {
     return this.opts.maxActive ?? this.opts.maxKept;
-  }
-
-  get maxKept(): number {
-    return this.opts.maxKept;
   }
 
   /** Records still working (expired ones cannot be among them). */

@@ -1,7 +1,7 @@
 // One round: one turn of an agent, from start to its single end. Every place that runs a turn (the hub engine, the
 // provider job table, the Codex provider's blocking calls) goes through runRound, so the rules below exist once.
 import type { AgentEvent } from '../agents/agent.ts';
-import { Deadline, DeadlineExceededError } from './deadlines.ts';
+import { Deadline, type DeadlineExceededError } from './deadlines.ts';
 import { MAX_RESULT_BYTES } from './paging.ts';
 
 export type EndEvent = Extract<AgentEvent, { kind: 'end' }>;
@@ -53,7 +53,7 @@ export interface RoundResult {
 }
 
 /** Error text of a round whose answer went over the cap (TE-4). */
-export function tooLargeError(maxBytes = MAX_RESULT_BYTES): string {
+function tooLargeError(maxBytes = MAX_RESULT_BYTES): string {
   return `the final result exceeded ${maxBytes} bytes and was discarded`;
 }
 
@@ -159,5 +159,3 @@ export async function runRound(opts: RoundOptions): Promise<RoundResult> {
   if (end.outcome === 'cancelled') return { ...base, state: 'cancelled' };
   return { ...base, state: 'failed', ...(end.error ? { error: end.error } : {}) };
 }
-
-export { DeadlineExceededError };
