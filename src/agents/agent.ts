@@ -26,6 +26,11 @@ export interface OpenSessionOptions {
   signal: AbortSignal;
   /** Called for every process group the adapter starts, so the engine can record it for crash recovery (HB-5). */
   onProcessGroup?: (pgid: number) => void;
+  /**
+   * Called for activity of this session that is correlated to the running turn but yields no event (e.g. a Codex
+   * notification about the turn's thread); it refreshes the round's idle deadline like an event does (TE-7).
+   */
+  onActivity?: () => void;
 }
 
 export interface TurnOptions {

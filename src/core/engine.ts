@@ -1,21 +1,34 @@
-// The task engine: admission, idempotency, scheduling under workspace locks, running rounds through an Agent, events
-// with cursors and long-poll, results, cancellation and crash recovery (TE-1..TE-11, HB-3..HB-5).
+// The task engine: admission, idempotency, scheduling under workspace locks, cancellation, and reads with cursors and
+// long-poll (TE-1..TE-11, HB-3..HB-5). A round runs through runRound (round.ts); its progress is written by TaskLog
+// (task-log.ts); crash recovery is recovery.ts; the shapes callers read are views.ts.
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, realpathSync, statSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import type { Agent, AgentEvent, AgentSession, Sandbox } from '../agents/agent.ts';
+import type { Agent, AgentSession, Sandbox } from '../agents/agent.ts';
 import type { Logger } from '../lib/log.ts';
 import { isWithin, realish } from '../lib/paths.ts';
-import { isGroupAlive, stopGroup } from '../lib/process-group.ts';
+import { stopGroup } from '../lib/process-group.ts';
 import { redactError } from '../lib/redact.ts';
-import { cutCodePoints, statusLine, stripTerminalControls } from '../lib/text.ts';
-import { Deadline, type DeadlineExceededError } from './deadlines.ts';
 import { addWorktree, gitToplevel, gitToplevelSync, snapshot } from './git.ts';
 import { type LockScope, WorkspaceLocks } from './locks.ts';
-import { keepTail, MAX_RESULT_BYTES, pageText } from './paging.ts';
+import { pageText } from './paging.ts';
+import { leaderStartTime, recoverAfterCrash } from './recovery.ts';
+import { type EndEvent, runRound } from './round.ts';
 import type { Store } from './store.ts';
-import { assertTransition, type Isolation, isTerminal, type RoundRow, type TaskEvent, type TaskRow } from './task.ts';
+import { assertTransition, type Isolation, isTerminal, type TaskRow } from './task.ts';
+import { type RoundEnd, TaskLog } from './task-log.ts';
+import {
+  type ListView,
+  type ResultView,
+  roundView,
+  type StatusView,
+  type TaskView,
+  taskView,
+  type WaitView,
+} from './views.ts';
 import { Waiters } from './waiters.ts';
+
+export type { ListView, ResultView, StatusView, TaskView, WaitView } from './views.ts';
 
 /** agent_wait never blocks longer than this (HB-3). */
 export const MAX_WAIT_MS = 25_000;
@@ -23,10 +36,6 @@ export const DEFAULT_EVENT_PAGE = 100;
 export const MAX_EVENT_PAGE = 500;
 export const DEFAULT_LIST_PAGE = 20;
 export const MAX_LIST_PAGE = 100;
-/** Commentary kept per event; the full tail lives beside the task (TE-5). */
-const COMMENTARY_EVENT_CODE_POINTS = 2_000;
-const PREVIEW_CODE_POINTS = 200;
-
 /**
  * Who reads or cancels a task: a caller name (MCP, sees only its own tasks) or `OPERATOR` (the control endpoint and
  * the dashboard, authenticated by the control token, see every caller's tasks with a `caller` field).
@@ -89,6 +98,7 @@ export class Engine {
   private readonly store: Store;
   private readonly locks = new WorkspaceLocks();
   private readonly waiters = new Waiters();
+  private readonly log: TaskLog;
   private readonly active = new Map<string, ActiveRound>();
   private readonly privateDirs: string[];
   private shuttingDown = false;
@@ -96,6 +106,7 @@ export class Engine {
   constructor(opts: EngineOptions) {
     this.opts = opts;
     this.store = opts.store;
+    this.log = new TaskLog(opts.store, this.waiters, opts.logger);
     this.privateDirs = [opts.stateDir, ...(opts.privateDirs ?? [])].map(realish);
   }
 
@@ -114,32 +125,8 @@ export class Engine {
   // ---------------------------------------------------------------- recovery (HB-5)
 
   /** Stops or waits out worker groups left by a crashed daemon and marks unfinished work interrupted. */
-  async recover(): Promise<{ stoppedGroups: number; interrupted: number }> {
-    let stoppedGroups = 0;
-    for (const w of this.store.workers()) {
-      // A live leader with another start time means the pid was reused by an unrelated process.
-      const current = leaderStartTime(w.pgid);
-      const reused = w.leaderStart !== null && current !== null && current !== w.leaderStart;
-      if (!reused && isGroupAlive(w.pgid)) {
-        await stopGroup(w.pgid, this.opts.cancelGraceMs);
-        stoppedGroups++;
-        this.opts.logger.warn('stopped a worker process group left by a previous daemon', {
-          pgid: w.pgid,
-          taskId: w.taskId,
-        });
-      }
-      this.store.removeWorker(w.pgid);
-    }
-    const unfinished = this.store.tasksInStates(['queued', 'running']);
-    for (const t of unfinished) {
-      this.store.tx(() => {
-        const msg = 'the daemon stopped before this round finished; continue the task to resume its session';
-        this.store.updateRound(t.id, t.rounds, { state: 'interrupted', endedAt: now(), error: msg });
-        this.store.setTaskState(t.id, 'interrupted', now(), msg);
-        this.store.appendEvent(t.id, { time: now(), round: t.rounds, kind: 'lifecycle', state: 'interrupted' });
-      });
-    }
-    return { stoppedGroups, interrupted: unfinished.length };
+  recover(): Promise<{ stoppedGroups: number; interrupted: number }> {
+    return recoverAfterCrash(this.store, this.opts);
   }
 
   // ---------------------------------------------------------------- admission
@@ -217,7 +204,7 @@ export class Engine {
     active.cancelRequested = true;
     if (task.state === 'queued') {
       // Never started: nothing to stop; aborting withdraws it from the lock queue.
-      this.finishRound(task.id, active.round, { state: 'cancelled', error: 'cancelled before it started' });
+      this.log.finishRound(task.id, active.round, { state: 'cancelled', error: 'cancelled before it started' });
       active.controller.abort(new Error('cancelled'));
       return this.view(this.mustGet(task.id));
     }
@@ -331,7 +318,8 @@ export class Engine {
       .catch((err) => {
         this.opts.logger.error('round failed unexpectedly', { taskId, round, error: redactError(err) });
         const t = this.store.getTask(taskId);
-        if (t && !isTerminal(t.state)) this.finishRound(taskId, round, { state: 'failed', error: redactError(err) });
+        if (t && !isTerminal(t.state))
+          this.log.finishRound(taskId, round, { state: 'failed', error: redactError(err) });
       })
       .finally(() => {
         this.locks.release(taskId);
@@ -347,7 +335,7 @@ export class Engine {
     }
     await locked;
     if (signal.aborted) {
-      if (!entry.cancelRequested) this.finishRound(taskId, n, this.abortOutcome(entry, undefined, undefined));
+      if (!entry.cancelRequested) this.log.finishRound(taskId, n, this.abortOutcome(entry, undefined, undefined));
       return;
     }
     this.store.tx(() => {
@@ -361,93 +349,50 @@ export class Engine {
     const round = this.store.getRound(taskId, n)!;
     this.store.updateRound(taskId, n, { before: await snapshot(task.workdir) });
     const agent = this.opts.agents.get(task.agent);
-    let outcome: Extract<AgentEvent, { kind: 'end' }> | undefined;
-    let deadlineError: DeadlineExceededError | undefined;
-    let message = '';
-    let tooLarge = false;
-    const deadline = new Deadline({
-      idleMs: this.opts.idleTimeoutMs,
-      hardMs: this.opts.hardTimeoutMs,
-      onExpire: (err) => {
-        deadlineError = err;
-        entry.controller.abort(err);
-      },
-    });
     // If the agent does not stop by itself after an abort, its process group is stopped (TE-8).
     let forceTimer: NodeJS.Timeout | undefined;
     const armForceStop = () => {
       forceTimer = setTimeout(() => void entry.session?.close(), this.opts.cancelGraceMs + 1_000);
     };
-    if (signal.aborted) armForceStop();
-    else signal.addEventListener('abort', armForceStop, { once: true });
-    try {
-      if (!agent) throw new Error(`agent "${task.agent}" is not configured on this hub`);
-      if (signal.aborted) throw new Error('stopped before the agent started');
-      entry.session = await agent.openSession({
-        cwd: task.workdir,
-        sandbox: this.opts.sandbox ?? 'workspace-write',
-        resume: task.sessionId ?? undefined,
-        model: task.model ?? undefined,
-        effort: task.effort ?? undefined,
-        signal,
-        onProcessGroup: (pgid) => this.store.addWorker({ pgid, taskId, leaderStart: leaderStartTime(pgid) }, now()),
-      });
-      if (entry.session.id) this.recordSession(taskId, n, entry.session.id);
-      for await (const ev of entry.session.turn(round.prompt, { signal })) {
-        deadline.touch();
-        if (ev.kind === 'end') {
-          outcome = ev;
-          break;
-        }
-        if (ev.kind === 'message') {
-          if (tooLarge) continue;
-          message += ev.text;
-          if (Buffer.byteLength(message) > MAX_RESULT_BYTES) {
-            tooLarge = true;
-            message = '';
-            entry.controller.abort(new Error('result too large'));
-          }
-          continue;
-        }
-        this.recordEvent(taskId, n, ev);
-      }
-    } catch (err) {
-      outcome = { kind: 'end', outcome: 'failed', error: redactError(err) };
-    } finally {
-      deadline.clear();
-      await this.closeSession(taskId, entry.session);
-      clearTimeout(forceTimer);
-    }
+    const r = await runRound({
+      idleMs: this.opts.idleTimeoutMs,
+      hardMs: this.opts.hardTimeoutMs,
+      signal,
+      start: async (roundSignal, touch) => {
+        if (roundSignal.aborted) armForceStop();
+        else roundSignal.addEventListener('abort', armForceStop, { once: true });
+        if (!agent) throw new Error(`agent "${task.agent}" is not configured on this hub`);
+        if (roundSignal.aborted) throw new Error('stopped before the agent started');
+        entry.session = await agent.openSession({
+          cwd: task.workdir,
+          sandbox: this.opts.sandbox ?? 'workspace-write',
+          resume: task.sessionId ?? undefined,
+          model: task.model ?? undefined,
+          effort: task.effort ?? undefined,
+          signal: roundSignal,
+          onActivity: touch,
+          onProcessGroup: (pgid) => this.store.addWorker({ pgid, taskId, leaderStart: leaderStartTime(pgid) }, now()),
+        });
+        if (entry.session.id) this.log.recordSession(taskId, n, entry.session.id);
+        return entry.session.turn(round.prompt, { signal: roundSignal });
+      },
+      onEvent: (ev) => this.log.recordEvent(taskId, n, ev),
+      close: async () => {
+        await this.closeSession(taskId, entry.session);
+        clearTimeout(forceTimer);
+      },
+    });
     const after = await snapshot(task.workdir);
     if (entry.cancelRequested || this.shuttingDown) {
-      this.finishRound(taskId, n, this.abortOutcome(entry, outcome, after), message);
-    } else if (deadlineError) {
-      this.finishRound(taskId, n, { state: 'failed', error: deadlineError.message, after }, message);
-    } else if (tooLarge) {
-      this.finishRound(taskId, n, {
-        state: 'failed',
-        error: `the final result exceeded ${MAX_RESULT_BYTES} bytes and was discarded`,
-        after,
-      });
-    } else if (!outcome) {
-      this.finishRound(
-        taskId,
-        n,
-        { state: 'failed', error: 'the agent ended the turn without a result', after },
-        message,
-      );
+      this.log.finishRound(taskId, n, this.abortOutcome(entry, r.end, after), r.text);
+    } else if (r.stop === 'too_large') {
+      this.log.finishRound(taskId, n, { state: 'failed', error: r.error, after });
     } else {
-      const state =
-        outcome.outcome === 'succeeded' ? 'succeeded' : outcome.outcome === 'cancelled' ? 'cancelled' : 'failed';
-      this.finishRound(taskId, n, { state, error: outcome.error ? redactError(outcome.error) : null, after }, message);
+      this.log.finishRound(taskId, n, { state: r.state, error: r.error ? redactError(r.error) : null, after }, r.text);
     }
   }
 
-  private abortOutcome(
-    entry: ActiveRound,
-    outcome: Extract<AgentEvent, { kind: 'end' }> | undefined,
-    after: unknown,
-  ): { state: 'cancelled' | 'interrupted'; error: string; after?: unknown; abandoned?: boolean } {
+  private abortOutcome(entry: ActiveRound, outcome: EndEvent | undefined, after: unknown): RoundEnd {
     if (this.shuttingDown && !entry.cancelRequested) {
       return { state: 'interrupted', error: 'the daemon was stopped during this round', after };
     }
@@ -471,107 +416,6 @@ export class Engine {
     // The workspace lock is released only once every process group of the task has exited (TE-9).
     for (const pgid of this.store.workersOfTask(taskId)) await stopGroup(pgid, this.opts.cancelGraceMs);
     this.store.removeWorkersOfTask(taskId);
-  }
-
-  private finishRound(
-    taskId: string,
-    n: number,
-    end: {
-      state: 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
-      error?: string | null;
-      after?: unknown;
-      abandoned?: boolean;
-    },
-    result?: string,
-  ): void {
-    const task = this.mustGet(taskId);
-    this.store.tx(() => {
-      assertTransition(task.state, end.state);
-      this.store.updateRound(taskId, n, {
-        state: end.state,
-        endedAt: now(),
-        ...(end.after !== undefined ? { after: end.after } : {}),
-        result: result ?? null,
-        error: end.error ?? null,
-        abandoned: end.abandoned ?? false,
-      });
-      this.store.setTaskState(taskId, end.state, now(), end.error ?? null);
-      this.store.appendEvent(taskId, {
-        time: now(),
-        round: n,
-        kind: 'lifecycle',
-        state: end.state,
-        ...(end.error ? { error: end.error } : {}),
-        ...(end.abandoned ? { abandoned: true } : {}),
-      });
-    });
-    if (end.abandoned) {
-      this.opts.logger.warn('cancel was not acknowledged by the agent; the turn was abandoned', {
-        taskId,
-        round: n,
-        sessionId: task.sessionId,
-      });
-    }
-    this.waiters.wake(taskId);
-  }
-
-  private recordSession(taskId: string, n: number, sessionId: string): void {
-    if (this.store.getTask(taskId)?.sessionId === sessionId) return;
-    this.store.tx(() => {
-      this.store.setSessionId(taskId, sessionId);
-      this.store.appendEvent(taskId, { time: now(), round: n, kind: 'session', sessionId });
-    });
-    this.waiters.wake(taskId);
-  }
-
-  private recordEvent(taskId: string, n: number, ev: Exclude<AgentEvent, { kind: 'end' | 'message' }>): void {
-    const base = { time: now(), round: n };
-    switch (ev.kind) {
-      case 'session':
-        this.recordSession(taskId, n, ev.id);
-        return;
-      case 'status':
-        this.store.appendEvent(taskId, { ...base, kind: 'status', text: statusLine(ev.text) });
-        break;
-      case 'commentary': {
-        const text = stripTerminalControls(ev.text);
-        this.store.tx(() => {
-          const { tail, dropped } = this.store.getCommentary(taskId);
-          const kept = keepTail(tail + text);
-          this.store.setCommentary(taskId, kept.tail, dropped + kept.droppedCodePoints);
-          this.store.appendEvent(taskId, {
-            ...base,
-            kind: 'commentary',
-            text: cutCodePoints(text, COMMENTARY_EVENT_CODE_POINTS),
-          });
-        });
-        break;
-      }
-      case 'tool':
-        this.store.appendEvent(taskId, {
-          ...base,
-          kind: 'tool',
-          phase: ev.phase,
-          family: ev.family,
-          ...(ev.ok !== undefined ? { ok: ev.ok } : {}),
-        });
-        break;
-      case 'permission':
-        this.store.appendEvent(taskId, {
-          ...base,
-          kind: 'permission',
-          decision: ev.decision,
-          what: statusLine(ev.what),
-        });
-        break;
-      case 'usage':
-        this.store.appendEvent(taskId, { ...base, ...ev, kind: 'usage' });
-        break;
-      case 'error':
-        this.store.appendEvent(taskId, { ...base, kind: 'error', message: statusLine(redactError(ev.message)) });
-        break;
-    }
-    this.waiters.wake(taskId);
   }
 
   private async prepareWorktree(task: TaskRow): Promise<TaskRow> {
@@ -666,91 +510,8 @@ export class Engine {
   }
 
   private view(task: TaskRow): TaskView {
-    const round = this.store.getRound(task.id, task.rounds);
-    const result =
-      round?.result != null
-        ? { chars: Array.from(round.result).length, preview: cutCodePoints(round.result, PREVIEW_CODE_POINTS) }
-        : null;
-    return {
-      taskId: task.id,
-      agent: task.agent,
-      state: task.state,
-      cwd: task.cwd,
-      workdir: task.workdir,
-      isolation: task.isolation,
-      sessionId: task.sessionId,
-      round: task.rounds,
-      createdAt: task.createdAt,
-      updatedAt: task.updatedAt,
-      error: task.error,
-      result,
-    };
+    return taskView(this.store, task);
   }
-}
-
-export interface TaskView {
-  taskId: string;
-  agent: string;
-  state: TaskRow['state'];
-  cwd: string;
-  workdir: string;
-  isolation: Isolation;
-  sessionId: string | null;
-  round: number;
-  createdAt: string;
-  updatedAt: string;
-  error: string | null;
-  result: { chars: number; preview: string } | null;
-  [k: string]: unknown;
-}
-
-export interface StatusView extends TaskView {
-  rounds: ReturnType<typeof roundView>[];
-  events: TaskEvent[];
-  nextCursor: number;
-  hasMore: boolean;
-}
-
-export interface WaitView extends TaskView {
-  events: TaskEvent[];
-  nextCursor: number;
-  hasMore: boolean;
-  timedOut: boolean;
-}
-
-export type ResultView =
-  | { taskId: string; state: TaskRow['state']; round: number; available: false }
-  | {
-      taskId: string;
-      state: TaskRow['state'];
-      round: number;
-      available: true;
-      error?: string;
-      text: string;
-      offset: number;
-      nextOffset: number;
-      done: boolean;
-      total: number;
-    };
-
-export interface ListView {
-  tasks: TaskView[];
-  nextCursor: string | null;
-  [k: string]: unknown;
-}
-
-function roundView(r: RoundRow) {
-  return {
-    n: r.n,
-    state: r.state,
-    startedAt: r.startedAt,
-    endedAt: r.endedAt,
-    error: r.error,
-    abandoned: r.abandoned,
-    resultChars: r.result == null ? null : Array.from(r.result).length,
-    gitBefore: r.before,
-    gitAfter: r.after,
-  };
 }
 
 function payloadHash(payload: Record<string, unknown>): string {
@@ -761,14 +522,4 @@ function lockScope(dir: string): LockScope {
   const real = realpathSync(dir);
   const top = gitToplevelSync(real);
   return { dir: real, worktree: top ? realpathSync(top) : null };
-}
-
-/** The leader's start time from /proc (Linux), to tell a recorded group from a reused pid after a crash. */
-function leaderStartTime(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
-  } catch {
-    return null;
-  }
 }

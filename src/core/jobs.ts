@@ -3,14 +3,15 @@
 // session. Limits, long-poll cursors, result paging, commentary tail, deadlines and cancellation are the engine's
 // rules (TE-2, TE-4, TE-5, TE-7, TE-8) applied without a store.
 import { randomUUID } from 'node:crypto';
-import type { Agent, AgentEvent, Sandbox } from '../agents/agent.ts';
+import type { Agent, AgentSession, Sandbox } from '../agents/agent.ts';
 import type { Logger } from '../lib/log.ts';
 import { silentLogger } from '../lib/log.ts';
 import { DEFAULT_STOP_GRACE_MS, stopGroup } from '../lib/process-group.ts';
 import { redact } from '../lib/redact.ts';
 import { cutCodePoints, statusLine, stripTerminalControls } from '../lib/text.ts';
-import { Deadline } from './deadlines.ts';
-import { keepTail, MAX_RESULT_BYTES, pageTail, pageText, type TailPage, type TextPage } from './paging.ts';
+import { keepTail, pageTail, pageText, type TailPage, type TextPage } from './paging.ts';
+import { RetentionTable } from './retention.ts';
+import { type RoundEvent, runRound } from './round.ts';
 import { Waiters } from './waiters.ts';
 
 /** Jobs running at once (P-CL, P-CX). */
@@ -74,7 +75,7 @@ export interface JobTableOptions {
   retentionMs?: number;
   /** Hard wall-clock deadline per job (0 = none); activity never extends it. */
   hardDeadlineMs?: number;
-  /** Idle deadline per job (0 = none); only the job's own agent events refresh it. */
+  /** Idle deadline per job (0 = none); only the job's own agent events and correlated activity refresh it. */
   idleDeadlineMs?: number;
   /** Bound on waiting for a cancelled job's adapter to finish before its groups are stopped directly. */
   cancelWaitMs?: number;
@@ -98,14 +99,12 @@ interface Job {
   startedAt: number;
   finishedAt?: number;
   result: string;
-  resultBytes: number;
   error?: string;
   commentary: string;
   commentaryDropped: number;
   commentaryTotal: number;
   controller: AbortController;
   cancelRequested: boolean;
-  failure?: string;
   pgids: Set<number>;
   sessionId?: string;
   done: Promise<void>;
@@ -114,7 +113,7 @@ interface Job {
 }
 
 export class JobTable {
-  private readonly jobs = new Map<string, Job>();
+  private readonly jobs: RetentionTable<Job>;
   private readonly waiters = new Waiters();
   private readonly opts: Required<Omit<JobTableOptions, 'logger' | 'clock'>> & { logger: Logger };
   private readonly statusIntervalMs: number;
@@ -135,16 +134,20 @@ export class JobTable {
     };
     this.statusIntervalMs = this.opts.statusIntervalMs;
     this.now = opts.clock ?? Date.now;
+    this.jobs = new RetentionTable<Job>({
+      maxActive: this.opts.maxActive,
+      maxKept: this.opts.maxKept,
+      retentionMs: this.opts.retentionMs,
+      finishedAt: (job) => job.finishedAt,
+      clock: this.now,
+    });
   }
 
   get activeCount(): number {
-    let n = 0;
-    for (const job of this.jobs.values()) if (job.state === 'running') n++;
-    return n;
+    return this.jobs.activeCount;
   }
 
   get size(): number {
-    this.prune();
     return this.jobs.size;
   }
 
@@ -157,14 +160,15 @@ export class JobTable {
 
   start(spec: JobSpec): { jobId: string; cursor: number } {
     if (this.closed) throw new JobError('limit', 'the server is shutting down; no new jobs are accepted');
-    this.prune();
-    if (this.activeCount >= this.opts.maxActive) {
+    const refused = this.jobs.admit();
+    if (refused) {
       throw new JobError(
         'limit',
-        `${this.opts.maxActive} jobs are already running; wait for one to finish or cancel one, then start again`,
+        refused === 'too_many_active'
+          ? `${this.opts.maxActive} jobs are already running; wait for one to finish or cancel one, then start again`
+          : `${this.opts.maxKept} jobs are kept and none has finished; wait for one to finish or cancel one`,
       );
     }
-    if (this.jobs.size >= this.opts.maxKept) this.evictOldestTerminal();
     const job: Job = {
       id: randomUUID(),
       label: spec.label,
@@ -173,7 +177,6 @@ export class JobTable {
       phases: [],
       startedAt: this.now(),
       result: '',
-      resultBytes: 0,
       commentary: '',
       commentaryDropped: 0,
       commentaryTotal: 0,
@@ -183,7 +186,7 @@ export class JobTable {
       done: Promise.resolve(),
       lastBumpAt: 0,
     };
-    this.jobs.set(job.id, job);
+    this.jobs.add(job.id, job);
     this.phase(job, `${spec.label}: started`, true);
     job.done = this.run(job, spec);
     return { jobId: job.id, cursor: 0 };
@@ -254,47 +257,46 @@ export class JobTable {
   }
 
   private async run(job: Job, spec: JobSpec): Promise<void> {
-    const deadline = new Deadline({
+    let session: AgentSession | undefined;
+    const r = await runRound({
       hardMs: this.opts.hardDeadlineMs,
       idleMs: this.opts.idleDeadlineMs,
-      onExpire: (err) => {
-        job.failure = err.message;
-        job.controller.abort();
+      signal: job.controller.signal,
+      label: job.label,
+      // A job force-finished by cancel() reads nothing more of its turn.
+      abandoned: () => job.state !== 'running',
+      start: async (signal, touch) => {
+        session = await spec.agent.openSession({
+          cwd: spec.cwd,
+          sandbox: spec.sandbox,
+          model: spec.model,
+          effort: spec.effort,
+          signal,
+          onActivity: touch,
+          onProcessGroup: (pgid) => job.pgids.add(pgid),
+        });
+        return session.turn(spec.prompt, { signal });
+      },
+      onEvent: (ev) => this.apply(job, ev),
+      close: async () => {
+        await session?.close();
       },
     });
-    let ended = false;
-    try {
-      const session = await spec.agent.openSession({
-        cwd: spec.cwd,
-        sandbox: spec.sandbox,
-        model: spec.model,
-        effort: spec.effort,
-        signal: job.controller.signal,
-        onProcessGroup: (pgid) => job.pgids.add(pgid),
-      });
-      try {
-        for await (const ev of session.turn(spec.prompt, { signal: job.controller.signal })) {
-          if (job.state !== 'running') break;
-          deadline.touch();
-          if (ev.kind === 'end') {
-            ended = true;
-            this.end(job, ev);
-            break;
-          }
-          this.apply(job, ev);
-        }
-      } finally {
-        await session.close();
+    if (r.state === 'succeeded') {
+      job.result = r.text;
+      this.finish(job, 'completed');
+    } else if (r.state === 'cancelled') {
+      if (r.end?.acknowledged === false) {
+        // TE-8: the agent did not confirm the stop in time; its group was stopped, the turn is abandoned.
+        this.opts.logger.warn('cancel not acknowledged; turn abandoned', { jobId: job.id, sessionId: job.sessionId });
       }
-      if (!ended) this.finish(job, 'failed', `${job.label} ended the turn without a result`);
-    } catch (err) {
-      this.finish(job, job.cancelRequested ? 'cancelled' : 'failed', err instanceof Error ? err.message : String(err));
-    } finally {
-      deadline.clear();
+      this.finish(job, 'cancelled');
+    } else {
+      this.finish(job, 'failed', r.error ?? job.error ?? 'the agent reported a failure');
     }
   }
 
-  private apply(job: Job, ev: Exclude<AgentEvent, { kind: 'end' }>): void {
+  private apply(job: Job, ev: RoundEvent): void {
     switch (ev.kind) {
       case 'session':
         job.sessionId = ev.id;
@@ -314,37 +316,12 @@ export class JobTable {
         this.bump(job);
         break;
       }
-      case 'message':
-        job.resultBytes += Buffer.byteLength(ev.text);
-        if (job.resultBytes > MAX_RESULT_BYTES) {
-          // TE-4: an oversized result fails the job atomically; nothing of it is kept.
-          job.result = '';
-          job.failure = `the result exceeded the ${MAX_RESULT_BYTES}-byte limit and was dropped`;
-          job.controller.abort();
-        } else job.result += ev.text;
-        break;
       case 'error':
         job.error = safeError(ev.message);
         break;
       case 'tool':
       case 'usage':
         break;
-    }
-  }
-
-  private end(job: Job, ev: Extract<AgentEvent, { kind: 'end' }>): void {
-    if (job.failure) {
-      this.finish(job, 'failed', job.failure);
-    } else if (ev.outcome === 'cancelled' || job.cancelRequested) {
-      if (ev.acknowledged === false) {
-        // TE-8: the agent did not confirm the stop in time; its group was stopped, the turn is abandoned.
-        this.opts.logger.warn('cancel not acknowledged; turn abandoned', { jobId: job.id, sessionId: job.sessionId });
-      }
-      this.finish(job, 'cancelled');
-    } else if (ev.outcome === 'failed') {
-      this.finish(job, 'failed', ev.error ?? job.error ?? 'the agent reported a failure');
-    } else {
-      this.finish(job, 'completed');
     }
   }
 
@@ -405,7 +382,6 @@ export class JobTable {
   }
 
   private get(jobId: string): Job {
-    this.prune();
     const job = this.jobs.get(jobId);
     if (!job) {
       throw new JobError(
@@ -414,22 +390,6 @@ export class JobTable {
       );
     }
     return job;
-  }
-
-  private prune(): void {
-    const cutoff = this.now() - this.opts.retentionMs;
-    for (const [id, job] of this.jobs) {
-      if (job.state !== 'running' && (job.finishedAt ?? 0) <= cutoff) this.jobs.delete(id);
-    }
-  }
-
-  private evictOldestTerminal(): void {
-    let oldest: Job | undefined;
-    for (const job of this.jobs.values()) {
-      if (job.state === 'running') continue;
-      if (!oldest || (job.finishedAt ?? 0) < (oldest.finishedAt ?? 0)) oldest = job;
-    }
-    if (oldest) this.jobs.delete(oldest.id);
   }
 }
 

@@ -2,6 +2,7 @@
 // hours and may be evicted earlier to admit new work; when all 100 are still working, a new send is refused before
 // anything is delivered. Summaries never carry the message, reply, error text or chat id.
 import { randomUUID } from 'node:crypto';
+import { RetentionTable } from '../../core/retention.ts';
 import { Waiters } from '../../core/waiters.ts';
 import type { HarnessName } from './allowlist.ts';
 import { AttachError, redactedError } from './errors.ts';
@@ -47,13 +48,19 @@ interface DispatchRecord {
 }
 
 export class DispatchRegistry {
-  private readonly records = new Map<string, DispatchRecord>();
+  private readonly records: RetentionTable<DispatchRecord>;
   private readonly waiters = new Waiters();
   private readonly now: () => number;
   private disposed = false;
 
   constructor(opts: DispatchRegistryOptions = {}) {
     this.now = opts.now ?? Date.now;
+    this.records = new RetentionTable<DispatchRecord>({
+      maxKept: MAX_DISPATCH_RECORDS,
+      retentionMs: SETTLED_DISPATCH_TTL_MS,
+      finishedAt: (r) => r.completedAt,
+      clock: this.now,
+    });
   }
 
   /**
@@ -65,8 +72,7 @@ export class DispatchRegistry {
     deliver: () => Promise<SendReply>,
   ): IDispatchSummary {
     if (this.disposed) throw new AttachError('the dispatch registry is closed');
-    this.prune();
-    if (this.records.size >= MAX_DISPATCH_RECORDS && !this.evictOldestSettled()) {
+    if (this.records.admit()) {
       throw new AttachError(
         `all ${MAX_DISPATCH_RECORDS} dispatch records are still working; nothing was sent. Wait for one with check_reply and try again`,
       );
@@ -79,7 +85,7 @@ export class DispatchRegistry {
       status: 'working',
       startedAt: this.now(),
     };
-    this.records.set(record.dispatchId, record);
+    this.records.add(record.dispatchId, record);
     let delivery: Promise<SendReply>;
     try {
       delivery = deliver();
@@ -108,15 +114,16 @@ export class DispatchRegistry {
 
   /** One summary per record, oldest first; expired records are pruned first. Snapshots the caller may keep. */
   list(): IDispatchSummary[] {
-    this.prune();
-    return [...this.records.values()].sort((a, b) => a.startedAt - b.startedAt).map(summarize);
+    return this.records
+      .values()
+      .sort((a, b) => a.startedAt - b.startedAt)
+      .map(summarize);
   }
 
   /** Forgets every record and wakes every waiter; the registry then admits nothing and lists nothing. */
   dispose(): void {
     this.disposed = true;
-    const ids = [...this.records.keys()];
-    this.records.clear();
+    const ids = this.records.clear();
     for (const id of ids) this.waiters.wake(id);
   }
 
@@ -125,7 +132,6 @@ export class DispatchRegistry {
   }
 
   private find(dispatchId: string, connectionId: string | undefined): DispatchRecord {
-    this.prune();
     const record = this.records.get(dispatchId);
     if (!record || (connectionId !== undefined && record.connectionId !== connectionId))
       throw new AttachError(
@@ -144,25 +150,6 @@ export class DispatchRegistry {
     record.reply = outcome.reply;
     record.error = outcome.error;
     this.waiters.wake(record.dispatchId);
-  }
-
-  private prune(): void {
-    const now = this.now();
-    for (const [id, r] of this.records) {
-      if (r.completedAt !== undefined && r.completedAt + SETTLED_DISPATCH_TTL_MS <= now) this.records.delete(id);
-    }
-  }
-
-  /** Evicts the settled record that settled first; false when every record is still working. */
-  private evictOldestSettled(): boolean {
-    let oldest: DispatchRecord | undefined;
-    for (const r of this.records.values()) {
-      if (r.completedAt === undefined) continue;
-      if (!oldest || r.completedAt < oldest.completedAt!) oldest = r;
-    }
-    if (!oldest) return false;
-    this.records.delete(oldest.dispatchId);
-    return true;
   }
 }
 

@@ -5,8 +5,10 @@ import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { AgentEvent, Sandbox } from '../../../agents/agent.ts';
+import type { AgentSession, Sandbox } from '../../../agents/agent.ts';
+import type { DeadlineExceededError } from '../../../core/deadlines.ts';
 import { JobError, JobTable, MAX_STATUS_WAIT_MS } from '../../../core/jobs.ts';
+import { runRound } from '../../../core/round.ts';
 import { redact } from '../../../lib/redact.ts';
 import { defineProviderTool, type ProviderTool, structuredResult, ToolFailure } from '../stdio-server.ts';
 import { codexReplySchema, codexSchema, codexStartSchema, jobIdSchema, peekSchema } from './schemas.ts';
@@ -19,7 +21,6 @@ import {
   type CallSpec,
   type CodexRuntime,
   callAgent,
-  type DeadlineExceededError,
   InFlightTurns,
 } from './turns.ts';
 
@@ -64,8 +65,10 @@ export function appServerTools(opts: AppServerOptions): CodexTools {
   const jobs = new JobTable({
     logger,
     statusIntervalMs: opts.statusIntervalMs,
-    // The call wrapper enforces both deadlines; the table only bounds waiting for a cancelled job to wind down.
-    // Interrupt, the grace, then the group stop (another grace) and the close: cover all of it.
+    hardDeadlineMs: opts.limits.hardMs,
+    idleDeadlineMs: opts.limits.idleMs,
+    // Waiting for a cancelled job to wind down: interrupt, the grace, then the group stop (another grace) and the
+    // close; cover all of it.
     cancelWaitMs: 2 * opts.limits.cancelGraceMs + 10_000,
   });
 
@@ -156,7 +159,6 @@ export function appServerTools(opts: AppServerOptions): CodexTools {
         onActivity: () => {
           lastActivityAt = Date.now();
         },
-        onExpire: (err) => expired.resolve(err),
       },
     );
     progress('Codex: started');
@@ -165,26 +167,32 @@ export function appServerTools(opts: AppServerOptions): CodexTools {
       if (Date.now() - lastProgressAt < opts.heartbeatMs) return;
       progress(`Codex: still running (last event ${Math.round((Date.now() - lastActivityAt) / 1000)} s ago)`);
     }, opts.heartbeatMs);
-    const run = (async () => {
-      let text = '';
-      let end: Extract<AgentEvent, { kind: 'end' }> | undefined;
-      const session = await agent.openSession({
-        cwd: spec.cwd,
-        sandbox: spec.sandbox,
-        signal: ctx.signal,
-        onProcessGroup: ctx.trackGroup,
-      });
-      try {
-        for await (const ev of session.turn(prompt, { signal: ctx.signal })) {
-          if (ev.kind === 'status') progress(ev.text);
-          else if (ev.kind === 'message') text += ev.text;
-          else if (ev.kind === 'end') end = ev;
-        }
-      } finally {
-        await session.close();
-      }
-      return { text, end };
-    })();
+    let session: AgentSession | undefined;
+    const run = runRound({
+      signal: ctx.signal,
+      idleMs: opts.limits.idleMs,
+      hardMs: opts.limits.hardMs,
+      // The call fails at once with -32001; the turn's interrupt and wind-down continue in the background.
+      onDeadline: (err) => expired.resolve(err),
+      label: 'Codex',
+      start: async (signal, touch) => {
+        session = await agent.openSession({
+          cwd: spec.cwd,
+          sandbox: spec.sandbox,
+          signal,
+          // Every notification of the call's thread refreshes the idle deadline; heartbeats never do.
+          onActivity: touch,
+          onProcessGroup: ctx.trackGroup,
+        });
+        return session.turn(prompt, { signal });
+      },
+      onEvent: (ev) => {
+        if (ev.kind === 'status') progress(ev.text);
+      },
+      close: async () => {
+        await session?.close();
+      },
+    });
     windDowns.add(run);
     run.finally(() => windDowns.delete(run)).catch(() => {});
     const cancelled = new Promise<'cancelled'>((r) => {
@@ -200,16 +208,18 @@ export function appServerTools(opts: AppServerOptions): CodexTools {
       if (settled instanceof Error) {
         throw new McpError(REQUEST_TIMEOUT_CODE, `Codex call timed out: ${settled.message}; the turn was interrupted`);
       }
-      const { text, end } = settled;
+      // A turn that could not run is reported as what went wrong, not as a turn outcome.
+      if (settled.thrown !== undefined && !settled.end) throw settled.thrown;
       const threadId = outcome.threadId;
       if (outcome.unauthorized) throw authFailure();
-      if (end?.outcome !== 'succeeded') {
+      if (settled.state !== 'succeeded') {
+        const why = settled.stop === 'too_large' ? settled.error : settled.end?.error;
         throw new ToolFailure(
-          `Codex turn ${end?.outcome === 'cancelled' ? 'was cancelled' : 'failed'}: ${redact(end?.error ?? 'no result')}`,
+          `Codex turn ${settled.state === 'cancelled' ? 'was cancelled' : 'failed'}: ${redact(why ?? 'no result')}`,
           threadId ? { threadId } : undefined,
         );
       }
-      const content = redact(text);
+      const content = redact(settled.text);
       return { ...structuredResult({ threadId, content }, content) };
     } finally {
       clearInterval(heartbeat);

@@ -1,12 +1,12 @@
 // Every Codex turn the provider runs, blocking or background, goes through one wrapper: it registers the turn for
-// codex-peek, enforces the per-call idle deadline (refreshed only by notifications about that call's thread) and the
-// hard deadline (TE-7), spots the typed unauthorized failure, and records a cancel Codex did not confirm as abandoned
-// (TE-8). The turn itself runs on the Codex agent (one `codex app-server` per call, threads resumed by id).
+// codex-peek, reports every notification about the call's thread as activity (the round's idle deadline, TE-7, is
+// refreshed by it; the deadlines themselves are runRound's), spots the typed unauthorized failure, and records a cancel
+// Codex did not confirm as abandoned (TE-8). The turn itself runs on the Codex agent (one `codex app-server` per call,
+// threads resumed by id).
 import type { Agent, AgentEvent, AgentSession, OpenSessionOptions, Sandbox } from '../../../agents/agent.ts';
 import { type CodexAgentExtras, createCodexAgent } from '../../../agents/codex/adapter.ts';
 import type { CodexAgentConfig } from '../../../agents/codex/config.ts';
 import type { PreparedHome } from '../../../agents/codex/home.ts';
-import { Deadline, DeadlineExceededError } from '../../../core/deadlines.ts';
 import type { Logger } from '../../../lib/log.ts';
 
 export type TurnState = 'running' | 'canceling';
@@ -104,6 +104,7 @@ export interface CallSpec {
 }
 
 export interface CallLimits {
+  /** Idle and hard deadline of every call and job (0 = none), enforced by runRound. */
   idleMs: number;
   hardMs: number;
   cancelGraceMs: number;
@@ -118,8 +119,6 @@ export interface CallHooks {
   onThread(threadId: string): void;
   /** Any correlated activity (for progress heartbeats). */
   onActivity?(): void;
-  /** A deadline of the call expired (the turn is being interrupted). */
-  onExpire?(err: DeadlineExceededError): void;
 }
 
 export interface CodexRuntime {
@@ -136,7 +135,6 @@ export interface CodexRuntime {
 
 /** The extra state a wrapped call exposes once its turn ended. */
 export interface CallOutcome {
-  expired?: DeadlineExceededError;
   unauthorized: boolean;
   threadId?: string;
 }
@@ -147,8 +145,8 @@ function subagentConfig(agentsTable: boolean): Record<string, boolean> {
 }
 
 /**
- * An Agent for one call: opens a new thread or resumes `spec.threadId`, runs one turn under the call's deadlines, and
- * keeps the peek row current. Usable by the job table (background) and by the blocking tool alike.
+ * An Agent for one call: opens a new thread or resumes `spec.threadId`, runs one turn, reports the thread's activity to
+ * the round running it, and keeps the peek row current. Usable by the job table (background) and by the blocking tool.
  */
 export function callAgent(
   runtime: CodexRuntime,
@@ -159,10 +157,10 @@ export function callAgent(
 ): { agent: Agent; outcome: CallOutcome } {
   const outcome: CallOutcome = { unauthorized: false, threadId: spec.threadId };
   const entry = { current: undefined as InFlightEntry | undefined };
-  let deadline: Deadline | undefined;
+  let roundActivity: (() => void) | undefined;
   const touch = () => {
     if (entry.current) entry.current.lastActivityAt = Date.now();
-    deadline?.touch();
+    roundActivity?.();
     hooks.onActivity?.();
   };
   const extras: CodexAgentExtras = {
@@ -207,16 +205,7 @@ export function callAgent(
         controller.abort();
       };
       opts.signal.addEventListener('abort', onAbort, { once: true });
-      deadline = new Deadline({
-        idleMs: limits.idleMs,
-        hardMs: limits.hardMs,
-        onExpire: (err) => {
-          outcome.expired = err;
-          if (entry.current) entry.current.state = 'canceling';
-          controller.abort();
-          hooks.onExpire?.(err);
-        },
-      });
+      roundActivity = opts.onActivity;
       let session: AgentSession;
       try {
         session = await inner.openSession({
@@ -238,7 +227,7 @@ export function callAgent(
         hooks.onThread(session.id);
       }
       function finish() {
-        deadline?.clear();
+        roundActivity = undefined;
         opts.signal.removeEventListener('abort', onAbort);
         if (entry.current) hooks.inflight.remove(entry.current);
       }
@@ -266,9 +255,7 @@ export function callAgent(
               ...ids,
             });
           }
-          if (outcome.expired) {
-            yield { kind: 'end', outcome: 'failed', error: outcome.expired.message };
-          } else if (outcome.unauthorized && ev.outcome !== 'cancelled') {
+          if (outcome.unauthorized && ev.outcome !== 'cancelled') {
             yield { kind: 'end', outcome: 'failed', error: AUTH_INVALIDATED_MESSAGE };
           } else yield ev;
           return;
@@ -299,5 +286,3 @@ export function isUnauthorized(method: string, params: Record<string, unknown>):
   if (!info || typeof info !== 'object') return false;
   return Object.values(info).some((v) => (v as { httpStatusCode?: unknown } | null)?.httpStatusCode === 401);
 }
-
-export { DeadlineExceededError };

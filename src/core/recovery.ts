@@ -1,0 +1,47 @@
+// Crash recovery (HB-5): what a new daemon does with the work a crashed one left behind. Worker process groups still
+// alive are stopped (unless their pid was reused), and every round that was queued or running is recorded as
+// interrupted, never replayed: a caller continues the task to resume its session.
+import { readFileSync } from 'node:fs';
+import type { Logger } from '../lib/log.ts';
+import { isGroupAlive, stopGroup } from '../lib/process-group.ts';
+import type { Store } from './store.ts';
+
+const now = () => new Date().toISOString();
+
+export async function recoverAfterCrash(
+  store: Store,
+  opts: { cancelGraceMs: number; logger: Logger },
+): Promise<{ stoppedGroups: number; interrupted: number }> {
+  let stoppedGroups = 0;
+  for (const w of store.workers()) {
+    // A live leader with another start time means the pid was reused by an unrelated process.
+    const current = leaderStartTime(w.pgid);
+    const reused = w.leaderStart !== null && current !== null && current !== w.leaderStart;
+    if (!reused && isGroupAlive(w.pgid)) {
+      await stopGroup(w.pgid, opts.cancelGraceMs);
+      stoppedGroups++;
+      opts.logger.warn('stopped a worker process group left by a previous daemon', { pgid: w.pgid, taskId: w.taskId });
+    }
+    store.removeWorker(w.pgid);
+  }
+  const unfinished = store.tasksInStates(['queued', 'running']);
+  for (const t of unfinished) {
+    store.tx(() => {
+      const msg = 'the daemon stopped before this round finished; continue the task to resume its session';
+      store.updateRound(t.id, t.rounds, { state: 'interrupted', endedAt: now(), error: msg });
+      store.setTaskState(t.id, 'interrupted', now(), msg);
+      store.appendEvent(t.id, { time: now(), round: t.rounds, kind: 'lifecycle', state: 'interrupted' });
+    });
+  }
+  return { stoppedGroups, interrupted: unfinished.length };
+}
+
+/** The leader's start time from /proc (Linux), to tell a recorded group from a reused pid after a crash. */
+export function leaderStartTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,97 @@
+// What the engine shows of a task: the shapes callers, the control endpoint and the dashboard read, built from store
+// rows. Nothing here changes state.
+import { cutCodePoints } from '../lib/text.ts';
+import type { Store } from './store.ts';
+import type { Isolation, RoundRow, TaskEvent, TaskRow } from './task.ts';
+
+const PREVIEW_CODE_POINTS = 200;
+
+export interface TaskView {
+  taskId: string;
+  agent: string;
+  state: TaskRow['state'];
+  cwd: string;
+  workdir: string;
+  isolation: Isolation;
+  sessionId: string | null;
+  round: number;
+  createdAt: string;
+  updatedAt: string;
+  error: string | null;
+  result: { chars: number; preview: string } | null;
+  [k: string]: unknown;
+}
+
+export interface StatusView extends TaskView {
+  rounds: RoundView[];
+  events: TaskEvent[];
+  nextCursor: number;
+  hasMore: boolean;
+}
+
+export interface WaitView extends TaskView {
+  events: TaskEvent[];
+  nextCursor: number;
+  hasMore: boolean;
+  timedOut: boolean;
+}
+
+export type ResultView =
+  | { taskId: string; state: TaskRow['state']; round: number; available: false }
+  | {
+      taskId: string;
+      state: TaskRow['state'];
+      round: number;
+      available: true;
+      error?: string;
+      text: string;
+      offset: number;
+      nextOffset: number;
+      done: boolean;
+      total: number;
+    };
+
+export interface ListView {
+  tasks: TaskView[];
+  nextCursor: string | null;
+  [k: string]: unknown;
+}
+
+export type RoundView = ReturnType<typeof roundView>;
+
+/** A task as its caller sees it: state, the latest round's result length and a short preview. */
+export function taskView(store: Store, task: TaskRow): TaskView {
+  const round = store.getRound(task.id, task.rounds);
+  const result =
+    round?.result != null
+      ? { chars: Array.from(round.result).length, preview: cutCodePoints(round.result, PREVIEW_CODE_POINTS) }
+      : null;
+  return {
+    taskId: task.id,
+    agent: task.agent,
+    state: task.state,
+    cwd: task.cwd,
+    workdir: task.workdir,
+    isolation: task.isolation,
+    sessionId: task.sessionId,
+    round: task.rounds,
+    createdAt: task.createdAt,
+    updatedAt: task.updatedAt,
+    error: task.error,
+    result,
+  };
+}
+
+export function roundView(r: RoundRow) {
+  return {
+    n: r.n,
+    state: r.state,
+    startedAt: r.startedAt,
+    endedAt: r.endedAt,
+    error: r.error,
+    abandoned: r.abandoned,
+    resultChars: r.result == null ? null : Array.from(r.result).length,
+    gitBefore: r.before,
+    gitAfter: r.after,
+  };
+}
