@@ -5,7 +5,15 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import { beginSse, type Gate, MockModelServer, type RecordedRequest, Script, writeSse } from './server.ts';
+import {
+  beginSse,
+  type Gate,
+  MockModelServer,
+  type RecordedRequest,
+  Script,
+  type Scripted,
+  writeSse,
+} from './server.ts';
 
 export const MOCK_MODEL = 'mock-model';
 export const MOCK_PROVIDER_ID = 'mock';
@@ -128,7 +136,7 @@ export class ResponsesMock {
   }
 
   /** Starts the mock; when the script runs dry every further request gets `fallback` (default: a short reply). */
-  static async start(fallback: ResponsesStep = reply('ok')): Promise<ResponsesMock> {
+  static async start(fallback: Scripted<ResponsesStep> = reply('ok')): Promise<ResponsesMock> {
     const script = new Script<ResponsesStep>(fallback);
     let mock: ResponsesMock | undefined;
     const server = await MockModelServer.start((req, res) => mock!.handle(req, res));
@@ -168,7 +176,7 @@ export class ResponsesMock {
       res.end(JSON.stringify({ error: { message: `mock: no route for ${req.method} ${req.path}` } }));
       return;
     }
-    const step = this.script.next();
+    const step = this.script.next(req);
     const responseId = `resp_${randomUUID().slice(0, 12)}`;
     switch (step.kind) {
       case 'http_error':
