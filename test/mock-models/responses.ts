@@ -30,7 +30,7 @@ export type MockOutputItem =
   /** An assistant message; `phase: 'commentary'` marks it as progress commentary (Codex's MessagePhase). */
   | { type: 'message'; text: string; phase?: 'commentary' | 'final_answer'; chunks?: number }
   /** A function call Codex executes (e.g. `shell_command` with `{command}`), then asks the model again. */
-  | { type: 'function_call'; name: string; arguments: unknown; callId?: string };
+  | { type: 'function_call'; name: string; arguments: unknown; callId?: string; namespace?: string };
 
 export type ResponsesStep =
   | {
@@ -63,9 +63,20 @@ export function commentaryThenReply(commentary: string, text: string): Responses
   };
 }
 
-/** A function call; Codex runs it and sends its output in the next request. */
-export function functionCall(name: string, args: unknown, callId = `call_${randomUUID().slice(0, 8)}`): ResponsesStep {
-  return { kind: 'respond', output: [{ type: 'function_call', name, arguments: args, callId }] };
+/**
+ * A function call; Codex runs it and sends its output in the next request. Codex offers an MCP server's tools inside a
+ * `namespace` tool (e.g. `mcp__baton`); a call to one of them names that namespace.
+ */
+export function functionCall(
+  name: string,
+  args: unknown,
+  callId = `call_${randomUUID().slice(0, 8)}`,
+  namespace?: string,
+): ResponsesStep {
+  return {
+    kind: 'respond',
+    output: [{ type: 'function_call', name, arguments: args, callId, ...(namespace ? { namespace } : {}) }],
+  };
 }
 
 /**
@@ -313,6 +324,7 @@ async function streamResponse(
         id: itemId,
         call_id: item.callId ?? `call_${randomUUID().slice(0, 8)}`,
         name: item.name,
+        ...(item.namespace ? { namespace: item.namespace } : {}),
         arguments: typeof item.arguments === 'string' ? item.arguments : JSON.stringify(item.arguments),
         status: 'completed',
       };

@@ -113,18 +113,28 @@ export class Delegation {
     return 'call' in d ? { kind: 'tool_use', name: d.call, input: d.args } : { kind: 'text', text: d.text };
   };
 
-  /** For the Responses mock (Codex). */
+  /** For the Responses mock (Codex), which offers an MCP server's tools inside a `namespace` tool (`mcp__baton`). */
   responses = (req: RecordedRequest): ResponsesStep => {
-    const body = req.body as { tools?: unknown; input?: Record<string, unknown>[] };
+    const body = req.body as { tools?: Record<string, unknown>[]; input?: Record<string, unknown>[] };
+    const qualified = (namespace: unknown, name: unknown) => (namespace ? `${namespace}__${name}` : String(name));
+    const offered = new Map<string, { name: string; namespace?: string }>();
+    for (const tool of body.tools ?? []) {
+      if (tool.type === 'namespace' && Array.isArray(tool.tools)) {
+        for (const sub of tool.tools as { name: string }[])
+          offered.set(qualified(tool.name, sub.name), { name: sub.name, namespace: String(tool.name) });
+      } else if (typeof tool.name === 'string') offered.set(tool.name, { name: tool.name });
+    }
     const names = new Map<string, string>();
     let last: ToolExchange | undefined;
     for (const item of body.input ?? []) {
-      if (item.type === 'function_call') names.set(String(item.call_id), String(item.name));
+      if (item.type === 'function_call') names.set(String(item.call_id), qualified(item.namespace, item.name));
       if (item.type === 'function_call_output')
         last = { name: names.get(String(item.call_id)) ?? '?', output: item.output };
     }
-    const d = this.decide(collectNames(body.tools), last);
-    return 'call' in d ? functionCall(d.call, d.args) : reply(d.text);
+    const d = this.decide([...offered.keys()], last);
+    if (!('call' in d)) return reply(d.text);
+    const tool = offered.get(d.call)!;
+    return functionCall(tool.name, d.args, undefined, tool.namespace);
   };
 
   /** For the Gemini mock (Gemini CLI). */
@@ -175,10 +185,12 @@ function collectNames(tools: unknown): string[] {
 /** Finds `key` in a tool output however the client wrapped it (content blocks, JSON inside strings, nested objects). */
 export function findField(value: unknown, key: string): unknown {
   if (typeof value === 'string') {
+    // Some clients put a preamble before the tool's JSON (Codex: "Wall time: …\nOutput:\n{…}").
     const t = value.trim();
-    if (!t.startsWith('{') && !t.startsWith('[') && !t.startsWith('"')) return undefined;
+    const from = t.startsWith('"') || t.startsWith('[') ? 0 : t.indexOf('{');
+    if (from < 0) return undefined;
     try {
-      return findField(JSON.parse(t), key);
+      return findField(JSON.parse(t.slice(from)), key);
     } catch {
       return undefined;
     }
