@@ -185,12 +185,13 @@ function collectNames(tools: unknown): string[] {
 /** Finds `key` in a tool output however the client wrapped it (content blocks, JSON inside strings, nested objects). */
 export function findField(value: unknown, key: string): unknown {
   if (typeof value === 'string') {
-    // Some clients put a preamble before the tool's JSON (Codex: "Wall time: …\nOutput:\n{…}").
+    // Some clients wrap the tool's JSON in text (Codex: "Wall time: …\nOutput:\n{…}", Gemini CLI:
+    // "<untrusted_context>{…}</untrusted_context>").
     const t = value.trim();
-    const from = t.startsWith('"') || t.startsWith('[') ? 0 : t.indexOf('{');
-    if (from < 0) return undefined;
+    const json = t.startsWith('"') || t.startsWith('[') ? t : t.slice(t.indexOf('{'), t.lastIndexOf('}') + 1);
+    if (!json) return undefined;
     try {
-      return findField(JSON.parse(t.slice(from)), key);
+      return findField(JSON.parse(json), key);
     } catch {
       return undefined;
     }
