@@ -2,7 +2,7 @@
 // ACP agent (agent_run → agent_wait until terminal → agent_result), with the Anthropic mock scripted as a model that
 // reads each tool result. Without the allow rule connect writes, the same run must not delegate.
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, type TestContext, test } from 'node:test';
 import { AnthropicMock, isolatedClaudeEnv } from '../mock-models/anthropic.ts';
@@ -30,22 +30,22 @@ before(async () => {
   PATH = clientPath(dir);
 });
 
-async function connected(t: TestContext, name: string) {
-  const delegation = new Delegation(setup.project);
+async function connected(t: TestContext, name: string, args: string[] = [], cwd = setup.project) {
+  const delegation = new Delegation(cwd);
   const mock = await AnthropicMock.start(delegation.anthropic);
   t.after(() => mock.close());
   const root = join(dir, name);
   const env: NodeJS.ProcessEnv = { ...isolatedClaudeEnv(mock.origin, root), PATH, ...tokenEnv('claude') };
   mkdirSync(env.HOME!, { recursive: true });
-  const c = await batonConnect(setup.configPath, ['claude'], { env, cwd: setup.project });
+  const c = await batonConnect(setup.configPath, ['claude', ...args], { env, cwd });
   assert.equal(c.code, 0, `connect failed:\n${c.stdout}\n${c.stderr}`);
   return { delegation, env, connectOut: c.stdout, settings: join(env.CLAUDE_CONFIG_DIR!, 'settings.json') };
 }
 
-const claudeP = (env: NodeJS.ProcessEnv) =>
+const claudeP = (env: NodeJS.ProcessEnv, cwd = setup.project) =>
   run([bins.claude(), '-p', 'Hand this task to the scripted agent through baton.', '--output-format', 'json'], {
     env,
-    cwd: setup.project,
+    cwd,
   });
 
 async function claudeTasks(t: TestContext): Promise<number> {
@@ -94,4 +94,21 @@ test('baton connect claude without its allow rule: claude -p is refused the tool
   assert.equal(out.permission_denials.length, 1, 'Claude Code denied the baton tool');
   assert.deepEqual(delegation.asked, ['agent_run']);
   assert.equal(await claudeTasks(t), before, 'no task reached the hub');
+});
+
+test('baton connect claude --scope project: .mcp.json and .claude/settings.local.json let claude -p delegate', async (t) => {
+  // A project of its own inside the hub's root, so its files cannot grant anything to the other tests.
+  const project = join(setup.project, 'own-project');
+  mkdirSync(project);
+  const { delegation, env } = await connected(t, 'project', ['--scope', 'project'], project);
+  const mcp = JSON.parse(readFileSync(join(project, '.mcp.json'), 'utf8'));
+  assert.equal(mcp.mcpServers.baton.type, 'http');
+  const settings = JSON.parse(readFileSync(join(project, '.claude', 'settings.local.json'), 'utf8'));
+  assert.deepEqual(settings.permissions.allow, ['mcp__baton']);
+  assert.ok(!existsSync(join(env.CLAUDE_CONFIG_DIR!, 'settings.json')), 'the user settings are left alone');
+
+  const r = await claudeP(env, project);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal((JSON.parse(r.stdout) as { result: string }).result, `${FINAL_PREFIX}${DELEGATE_ANSWER}`);
+  assert.equal(delegation.asked.at(-1), 'agent_result');
 });

@@ -77,10 +77,13 @@ export function planConnect(client: ClientName, scope: Scope, server: Server, ct
 }
 
 // Claude Code: `claude mcp add` refuses a name that exists, so remove first (absent is fine). In -p mode it asks for
-// permission for every MCP tool unless an allow rule names the server: `mcp__<name>` in permissions.allow.
+// permission for every MCP tool unless an allow rule names the server: `mcp__<name>` in permissions.allow. For the
+// project scope the rule goes to .claude/settings.local.json: claude -p ignored it in the shared .claude/settings.json
+// (measured with 2.1.332), and a grant is the user's own choice anyway.
 function claudePlan(scope: Scope, server: Server, ctx: PlanContext): Plan {
   const configDir = ctx.env.CLAUDE_CONFIG_DIR || join(home(ctx.env), '.claude');
-  const settings = scope === 'user' ? join(configDir, 'settings.json') : join(ctx.cwd, '.claude', 'settings.json');
+  const settings =
+    scope === 'user' ? join(configDir, 'settings.json') : join(ctx.cwd, '.claude', 'settings.local.json');
   const registry =
     scope === 'user'
       ? ctx.env.CLAUDE_CONFIG_DIR
