@@ -1,6 +1,7 @@
 // `baton connect <client>` (issue 10): registers the hub (or a stdio provider) with an MCP client through that client's
 // own CLI, plus the one permission setting it needs to call baton's tools non-interactively; prints what it changed.
 import { realpathSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import {
   CLIENT_INFO,
@@ -76,8 +77,9 @@ async function connect(client: ClientName, scope: Scope, opts: ConnectOptions, c
     const host = cfg.listen.host === '0.0.0.0' ? '127.0.0.1' : cfg.listen.host;
     const tokenVar = tokenEnvName(client);
     server = { name: 'baton', transport: 'http', url: `http://${host}:${cfg.listen.port}/mcp/${client}`, tokenVar };
+    const unset = process.env[tokenVar] ? '' : ` (it is not set in this shell)`;
     notes = [
-      `${info.label} reads the token from $${tokenVar} (never from its config): export it in the environment that starts ${info.binary}, e.g. from ${connectionsDir(cfg)}/tokens.env`,
+      `${info.label} reads its token from $${tokenVar}, never from its config: \`source ${join(connectionsDir(cfg), 'tokens.env')}\` (or export it) where you start ${info.binary}${unset}`,
     ];
     if (scope === 'project' && !cfg.rootsReal.some((r) => isInside(realpathSync(process.cwd()), r))) {
       notes.push(`${process.cwd()} is not inside an authorised root of this hub, so tasks cannot run here yet`);
@@ -101,6 +103,7 @@ async function connect(client: ClientName, scope: Scope, opts: ConnectOptions, c
     server.transport === 'http' ? `the baton hub at ${server.url}` : `\`baton mcp --provider ${opts.provider}\``;
   if (opts.print) {
     out(`# connect ${info.label} (${scope} scope) to ${target}; nothing below has been run`);
+    if (!found) out(`# ${info.binary} is not on PATH: install it first with \`${info.install}\``);
     for (const s of plan.steps) out(describeStep(s));
     for (const n of notes) out(`# ${n}`);
     return;
