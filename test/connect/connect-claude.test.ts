@@ -35,7 +35,14 @@ async function connected(t: TestContext, name: string, args: string[] = [], cwd 
   const mock = await AnthropicMock.start(delegation.anthropic);
   t.after(() => mock.close());
   const root = join(dir, name);
-  const env: NodeJS.ProcessEnv = { ...isolatedClaudeEnv(mock.origin, root), PATH, ...tokenEnv('claude') };
+  const env: NodeJS.ProcessEnv = {
+    ...isolatedClaudeEnv(mock.origin, root),
+    PATH,
+    ...tokenEnv('claude'),
+    // claude -p connects MCP servers in the background by default, so on a loaded machine its first model request can
+    // go out before baton's tools are listed; this makes it wait for them, as a script that needs them would.
+    MCP_CONNECTION_NONBLOCKING: 'false',
+  };
   mkdirSync(env.HOME!, { recursive: true });
   const c = await batonConnect(setup.configPath, ['claude', ...args], { env, cwd });
   assert.equal(c.code, 0, `connect failed:\n${c.stdout}\n${c.stderr}`);
