@@ -182,7 +182,7 @@ test('connect codex twice: one [mcp_servers.baton] with one approval line; other
   assert.ok(!toml.includes(CLIENT_TOKENS.codex));
 });
 
-test('connect gemini twice: one trusted baton entry; other settings kept', async (t) => {
+test('connect gemini twice: one trusted baton entry, other settings kept; --scope project writes the project', async (t) => {
   const s = setup(t);
   const settings = join(s.home, '.gemini', 'settings.json');
   mkdirSync(dirname(settings), { recursive: true });
@@ -203,6 +203,12 @@ test('connect gemini twice: one trusted baton entry; other settings kept', async
     headers: { Authorization: `Bearer \${BATON_TOKEN_GEMINI}` },
     trust: true,
   });
+
+  const project = await s.connect(['gemini', '--scope', 'project']);
+  assert.equal(project.code, 0, project.stderr);
+  const local = JSON.parse(readFileSync(join(s.project, '.gemini', 'settings.json'), 'utf8'));
+  assert.equal(local.mcpServers.baton.trust, true);
+  assert.deepEqual(JSON.parse(readFileSync(settings, 'utf8')), json, 'the user settings are left alone');
 });
 
 test('connect opencode --scope project twice: mcp.baton in ./opencode.json, the rest kept; unreadable JSON refused', async (t) => {

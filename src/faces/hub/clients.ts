@@ -284,7 +284,7 @@ function objectAt(path: string, json: Record<string, unknown>, key: string): Rec
  * Sets `key = value` in the TOML table `[table]` of a file Codex has just written (Codex writes each server as its own
  * `[mcp_servers.NAME]` table). Only that table's lines are touched; a missing table is an error.
  */
-export function setTomlTableKey(path: string, text: string, table: string, key: string, value: string): string {
+function setTomlTableKey(path: string, text: string, table: string, key: string, value: string): string {
   const lines = text.split('\n');
   const dotted = table.split('.');
   const headerRe = new RegExp(
