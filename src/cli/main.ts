@@ -1,6 +1,7 @@
 // The `baton` command line: thin commands that parse flags and call a face or the engine.
 import { Command, CommanderError } from 'commander';
 import { registerAttachCommand } from './attach.ts';
+import { registerConnectCommand } from './connect.ts';
 import { registerHubCommands } from './hub.ts';
 import { registerProviderCommand } from './mcp.ts';
 import { registerTasksCommand } from './tasks.ts';
@@ -14,6 +15,7 @@ registerHubCommands(program);
 registerProviderCommand(program);
 registerAttachCommand(program);
 registerTasksCommand(program);
+registerConnectCommand(program);
 
 try {
   await program.parseAsync(process.argv);

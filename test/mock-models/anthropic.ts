@@ -1,7 +1,15 @@
 // Scripted Anthropic Messages API mock for the real Claude Code binary: answers `HEAD /` and
 // `POST /v1/messages?beta=true` with a streamed (SSE) message built from the next scripted step.
 import type { ServerResponse } from 'node:http';
-import { beginSse, type Gate, MockModelServer, type RecordedRequest, Script, writeSse } from './server.ts';
+import {
+  beginSse,
+  type Gate,
+  MockModelServer,
+  type RecordedRequest,
+  Script,
+  type Scripted,
+  writeSse,
+} from './server.ts';
 
 export const MOCK_CLAUDE_MODEL = 'claude-mock-model';
 
@@ -33,7 +41,7 @@ export class AnthropicMock {
     this.script = script;
   }
 
-  static async start(fallback: AnthropicStep = { kind: 'text', text: 'ok' }): Promise<AnthropicMock> {
+  static async start(fallback: Scripted<AnthropicStep> = { kind: 'text', text: 'ok' }): Promise<AnthropicMock> {
     const script = new Script<AnthropicStep>(fallback);
     let self: AnthropicMock | undefined;
     const server = await MockModelServer.start((req, res) => self!.handle(req, res));
@@ -79,7 +87,7 @@ export class AnthropicMock {
       return;
     }
     const body = req.body as MessagesRequest;
-    const step = this.script.next();
+    const step = this.script.next(req);
     if (step.kind === 'error') {
       res.writeHead(step.status, { 'content-type': 'application/json' });
       res.end(

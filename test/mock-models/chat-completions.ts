@@ -6,7 +6,15 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import { beginSse, type Gate, MockModelServer, type RecordedRequest, Script, writeSse } from './server.ts';
+import {
+  beginSse,
+  type Gate,
+  MockModelServer,
+  type RecordedRequest,
+  Script,
+  type Scripted,
+  writeSse,
+} from './server.ts';
 
 export type ChatStep =
   /** A text answer streamed as one SSE chunk per string. */
@@ -42,7 +50,9 @@ export function isTitleRequest(r: RecordedRequest): boolean {
   return !body?.tools?.length && system.some((s) => /\btitle\b/i.test(s));
 }
 
-export async function startChatMock(fallback: ChatStep = { type: 'text', chunks: ['ok'] }): Promise<ChatMock> {
+export async function startChatMock(
+  fallback: Scripted<ChatStep> = { type: 'text', chunks: ['ok'] },
+): Promise<ChatMock> {
   const script = new Script<ChatStep>(fallback);
   const server = await MockModelServer.start(async (req, res) => {
     if (req.method === 'GET' && req.path === '/v1/models') {
@@ -56,7 +66,7 @@ export async function startChatMock(fallback: ChatStep = { type: 'text', chunks:
       return;
     }
     if (isTitleRequest(req)) return streamStep(res, { type: 'text', chunks: [TITLE_ANSWER] });
-    return streamStep(res, script.next());
+    return streamStep(res, script.next(req));
   });
   return {
     server,

@@ -6,7 +6,15 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import { beginSse, type Gate, MockModelServer, type RecordedRequest, Script, writeSse } from './server.ts';
+import {
+  beginSse,
+  type Gate,
+  MockModelServer,
+  type RecordedRequest,
+  Script,
+  type Scripted,
+  writeSse,
+} from './server.ts';
 
 export type GeminiStep =
   /** A text answer streamed as one SSE event per chunk. */
@@ -42,11 +50,13 @@ export interface GeminiMock {
 const isStreamCall = (r: RecordedRequest) => r.method === 'POST' && r.path.endsWith(':streamGenerateContent');
 const isUtilityCall = (r: RecordedRequest) => r.method === 'POST' && r.path.endsWith(':generateContent');
 
-export async function startGeminiMock(fallback: GeminiStep = { type: 'text', chunks: ['ok'] }): Promise<GeminiMock> {
+export async function startGeminiMock(
+  fallback: Scripted<GeminiStep> = { type: 'text', chunks: ['ok'] },
+): Promise<GeminiMock> {
   const script = new Script<GeminiStep>(fallback);
   const server = await MockModelServer.start(async (req, res) => {
     if (isUtilityCall(req)) return answerJson(res, textCandidate(UTILITY_ANSWER));
-    if (isStreamCall(req)) return streamStep(res, script.next());
+    if (isStreamCall(req)) return streamStep(res, script.next(req));
     if (req.method === 'GET' && /\/v1beta\/models\/?$/.test(req.path)) return answerJson(res, { models: [] });
     res.writeHead(404, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ error: { code: 404, message: `mock: no route for ${req.method} ${req.path}` } }));

@@ -5,7 +5,15 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import { beginSse, type Gate, MockModelServer, type RecordedRequest, Script, writeSse } from './server.ts';
+import {
+  beginSse,
+  type Gate,
+  MockModelServer,
+  type RecordedRequest,
+  Script,
+  type Scripted,
+  writeSse,
+} from './server.ts';
 
 export const MOCK_MODEL = 'mock-model';
 export const MOCK_PROVIDER_ID = 'mock';
@@ -22,7 +30,7 @@ export type MockOutputItem =
   /** An assistant message; `phase: 'commentary'` marks it as progress commentary (Codex's MessagePhase). */
   | { type: 'message'; text: string; phase?: 'commentary' | 'final_answer'; chunks?: number }
   /** A function call Codex executes (e.g. `shell_command` with `{command}`), then asks the model again. */
-  | { type: 'function_call'; name: string; arguments: unknown; callId?: string };
+  | { type: 'function_call'; name: string; arguments: unknown; callId?: string; namespace?: string };
 
 export type ResponsesStep =
   | {
@@ -55,9 +63,20 @@ export function commentaryThenReply(commentary: string, text: string): Responses
   };
 }
 
-/** A function call; Codex runs it and sends its output in the next request. */
-export function functionCall(name: string, args: unknown, callId = `call_${randomUUID().slice(0, 8)}`): ResponsesStep {
-  return { kind: 'respond', output: [{ type: 'function_call', name, arguments: args, callId }] };
+/**
+ * A function call; Codex runs it and sends its output in the next request. Codex offers an MCP server's tools inside a
+ * `namespace` tool (e.g. `mcp__baton`); a call to one of them names that namespace.
+ */
+export function functionCall(
+  name: string,
+  args: unknown,
+  callId = `call_${randomUUID().slice(0, 8)}`,
+  namespace?: string,
+): ResponsesStep {
+  return {
+    kind: 'respond',
+    output: [{ type: 'function_call', name, arguments: args, callId, ...(namespace ? { namespace } : {}) }],
+  };
 }
 
 /**
@@ -128,7 +147,7 @@ export class ResponsesMock {
   }
 
   /** Starts the mock; when the script runs dry every further request gets `fallback` (default: a short reply). */
-  static async start(fallback: ResponsesStep = reply('ok')): Promise<ResponsesMock> {
+  static async start(fallback: Scripted<ResponsesStep> = reply('ok')): Promise<ResponsesMock> {
     const script = new Script<ResponsesStep>(fallback);
     let mock: ResponsesMock | undefined;
     const server = await MockModelServer.start((req, res) => mock!.handle(req, res));
@@ -168,7 +187,7 @@ export class ResponsesMock {
       res.end(JSON.stringify({ error: { message: `mock: no route for ${req.method} ${req.path}` } }));
       return;
     }
-    const step = this.script.next();
+    const step = this.script.next(req);
     const responseId = `resp_${randomUUID().slice(0, 12)}`;
     switch (step.kind) {
       case 'http_error':
@@ -305,6 +324,7 @@ async function streamResponse(
         id: itemId,
         call_id: item.callId ?? `call_${randomUUID().slice(0, 8)}`,
         name: item.name,
+        ...(item.namespace ? { namespace: item.namespace } : {}),
         arguments: typeof item.arguments === 'string' ? item.arguments : JSON.stringify(item.arguments),
         status: 'completed',
       };

@@ -114,21 +114,27 @@ export class Gate {
   }
 }
 
+/** A scripted step, or a function that builds it from the request it answers (for a model that reads tool results). */
+export type Scripted<Step> = Step | ((req: RecordedRequest) => Step);
+
 /**
- * A queue of scripted steps consumed one per model request, in order; the last step repeats when the queue runs dry
- * unless `repeatLast` is false (then the fallback is used).
+ * A queue of scripted steps consumed one per model request, in order; when the queue runs dry every further request
+ * gets the fallback.
  */
-export class Script<Step> {
-  private readonly steps: Step[] = [];
-  private readonly fallback: Step;
-  constructor(fallback: Step) {
+export class Script<Step extends object> {
+  private readonly steps: Scripted<Step>[] = [];
+  private readonly fallback: Scripted<Step>;
+  constructor(fallback: Scripted<Step>) {
     this.fallback = fallback;
   }
-  push(...steps: Step[]): this {
+  push(...steps: Scripted<Step>[]): this {
     this.steps.push(...steps);
     return this;
   }
-  next(): Step {
-    return this.steps.shift() ?? this.fallback;
+  next(req?: RecordedRequest): Step {
+    const s = this.steps.shift() ?? this.fallback;
+    if (typeof s !== 'function') return s;
+    if (!req) throw new Error('a step built from the request needs the request');
+    return s(req);
   }
 }

@@ -1,0 +1,124 @@
+// `baton connect <client>` (issue 10): registers the hub (or a stdio provider) with an MCP client through that client's
+// own CLI, plus the one permission setting it needs to call baton's tools non-interactively; prints what it changed.
+import { realpathSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import {
+  CLIENT_INFO,
+  CLIENTS,
+  type ClientName,
+  ConnectError,
+  describeStep,
+  isClientName,
+  planConnect,
+  runPlan,
+  type Scope,
+  type Server,
+  shellQuote,
+} from '../faces/hub/clients.ts';
+import { findOnPath, loadConfig, resolveConfigPath } from '../faces/hub/config.ts';
+import { connectionsDir, tokenEnvName } from '../faces/hub/examples.ts';
+import { PROVIDERS } from '../faces/provider/index.ts';
+
+const out = (s: string) => process.stdout.write(`${s}\n`);
+
+interface ConnectOptions {
+  scope: string;
+  print?: boolean;
+  provider?: string;
+}
+
+export function registerConnectCommand(program: Command): void {
+  program
+    .command('connect')
+    .description(
+      `Register baton with an MCP client (${CLIENTS.join(', ')}) through its own CLI, with the setting it needs to call baton's tools without asking.`,
+    )
+    .argument('<client>', CLIENTS.join(' | '))
+    .option('--scope <scope>', 'user (every project) or project (this directory only)', 'user')
+    .option('--print', 'print the commands and edits without running them')
+    .option(
+      '--provider <name>',
+      `register a stdio provider (${Object.keys(PROVIDERS).sort().join(', ')}) instead of the hub`,
+    )
+    .action(async (client: string, opts: ConnectOptions) => {
+      if (!isClientName(client))
+        throw new ConnectError(`unknown client "${client}"; baton can connect: ${CLIENTS.join(', ')}`);
+      if (opts.scope !== 'user' && opts.scope !== 'project')
+        throw new ConnectError(`--scope must be user or project (got "${opts.scope}")`);
+      await connect(client, opts.scope, opts, program.opts<{ config?: string }>().config);
+    });
+}
+
+async function connect(client: ClientName, scope: Scope, opts: ConnectOptions, configFlag?: string): Promise<void> {
+  const info = CLIENT_INFO[client];
+  let server: Server;
+  let notes: string[] = [];
+  if (opts.provider !== undefined) {
+    if (!(opts.provider in PROVIDERS))
+      throw new ConnectError(
+        `unknown provider "${opts.provider}"; available: ${Object.keys(PROVIDERS).sort().join(', ')}`,
+      );
+    // Absolute Node + absolute bin script: the client can start it from any directory, and no npm banner reaches the
+    // MCP stdout.
+    const script = realpathSync(process.argv[1]!);
+    server = {
+      name: `baton-${opts.provider}`,
+      transport: 'stdio',
+      command: [process.execPath, script, 'mcp', '--provider', opts.provider],
+    };
+  } else {
+    const cfg = loadConfig(resolveConfigPath(configFlag));
+    if (!cfg.callers[client]) {
+      throw new ConnectError(
+        `the hub config ${cfg.path} has no caller "${client}"; add one under "callers" (with its own token) and run this again`,
+      );
+    }
+    const host = cfg.listen.host === '0.0.0.0' ? '127.0.0.1' : cfg.listen.host;
+    const tokenVar = tokenEnvName(client);
+    server = { name: 'baton', transport: 'http', url: `http://${host}:${cfg.listen.port}/mcp/${client}`, tokenVar };
+    const unset = process.env[tokenVar] ? '' : ` (it is not set in this shell)`;
+    notes = [
+      `${info.label} reads its token from $${tokenVar}, never from its config: \`source ${join(connectionsDir(cfg), 'tokens.env')}\` (or export it) where you start ${info.binary}${unset}`,
+    ];
+    if (scope === 'project' && !cfg.rootsReal.some((r) => isInside(realpathSync(process.cwd()), r))) {
+      notes.push(`${process.cwd()} is not inside an authorised root of this hub, so tasks cannot run here yet`);
+    }
+  }
+
+  const found = findOnPath(info.binary);
+  const cwd = process.cwd();
+  const plan = planConnect(client, scope, server, {
+    bin: opts.print ? info.binary : (found ?? ''),
+    cwd,
+    env: process.env,
+  });
+  if (!found && !opts.print) {
+    throw new ConnectError(
+      `${info.label} is not installed (no \`${info.binary}\` on PATH); install it with \`${info.install}\`, then run this again. Nothing was changed.`,
+    );
+  }
+
+  const target =
+    server.transport === 'http' ? `the baton hub at ${server.url}` : `\`baton mcp --provider ${opts.provider}\``;
+  if (opts.print) {
+    out(`# connect ${info.label} (${scope} scope) to ${target}; nothing below has been run`);
+    if (!found) out(`# ${info.binary} is not on PATH: install it first with \`${info.install}\``);
+    for (const s of plan.steps) out(describeStep(s));
+    for (const n of notes) out(`# ${n}`);
+    return;
+  }
+  out(`connecting ${info.label} (${scope} scope) to ${target}`);
+  const outcomes = await runPlan(plan, process.env, cwd);
+  for (const o of outcomes) {
+    if (o.step.kind === 'exec') {
+      const argv = [info.binary, ...o.step.argv.slice(1)];
+      out(`${o.ok ? 'ran' : 'ran (nothing to remove)'}: ${shellQuote(argv)}`);
+    } else out(`edited ${o.step.path}: ${o.step.why}`);
+  }
+  for (const n of notes) out(`note: ${n}`);
+}
+
+function isInside(dir: string, root: string): boolean {
+  return dir === root || dir.startsWith(root.endsWith('/') ? root : `${root}/`);
+}

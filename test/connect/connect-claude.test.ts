@@ -1,0 +1,121 @@
+// `baton connect claude` into an isolated home, then the real `claude -p` delegating through the hub to the scripted
+// ACP agent (agent_run → agent_wait until terminal → agent_result), with the Anthropic mock scripted as a model that
+// reads each tool result. Without the allow rule connect writes, the same run must not delegate.
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { before, type TestContext, test } from 'node:test';
+import { AnthropicMock, isolatedClaudeEnv } from '../mock-models/anthropic.ts';
+import { bins } from '../support/bins.ts';
+import {
+  batonConnect,
+  CLIENT_TOKENS,
+  type ConnectHub,
+  clientPath,
+  fileHooks,
+  run,
+  startConnectHub,
+  tokenEnv,
+} from '../support/connect.ts';
+import { DELEGATE_ANSWER, Delegation, FAILED_PREFIX, FINAL_PREFIX } from '../support/delegation.ts';
+import { call, connectCaller } from '../support/hub.ts';
+import { tempDir } from '../support/tmp.ts';
+
+let dir: string;
+let setup: ConnectHub;
+let PATH: string;
+before(async () => {
+  dir = tempDir(fileHooks, 'baton-connect-claude-');
+  setup = await startConnectHub(fileHooks, dir);
+  PATH = clientPath(dir);
+});
+
+async function connected(t: TestContext, name: string, args: string[] = [], cwd = setup.project) {
+  const delegation = new Delegation(cwd);
+  const mock = await AnthropicMock.start(delegation.anthropic);
+  t.after(() => mock.close());
+  const root = join(dir, name);
+  const env: NodeJS.ProcessEnv = {
+    ...isolatedClaudeEnv(mock.origin, root),
+    PATH,
+    ...tokenEnv('claude'),
+    // claude -p connects MCP servers in the background by default, so on a loaded machine its first model request can
+    // go out before baton's tools are listed; this makes it wait for them, as a script that needs them would.
+    MCP_CONNECTION_NONBLOCKING: 'false',
+  };
+  mkdirSync(env.HOME!, { recursive: true });
+  const c = await batonConnect(setup.configPath, ['claude', ...args], { env, cwd });
+  assert.equal(c.code, 0, `connect failed:\n${c.stdout}\n${c.stderr}`);
+  return { delegation, env, connectOut: c.stdout, settings: join(env.CLAUDE_CONFIG_DIR!, 'settings.json') };
+}
+
+const claudeP = (env: NodeJS.ProcessEnv, cwd = setup.project) =>
+  run([bins.claude(), '-p', 'Hand this task to the scripted agent through baton.', '--output-format', 'json'], {
+    env,
+    cwd,
+  });
+
+async function claudeTasks(t: TestContext): Promise<number> {
+  const client = await connectCaller(t, setup.hub, 'claude', CLIENT_TOKENS.claude);
+  return (await call<{ tasks: unknown[] }>(client, 'agent_list', {})).tasks.length;
+}
+
+test('baton connect claude: claude -p delegates through the hub and prints the delegate answer', async (t) => {
+  const { delegation, env, connectOut, settings } = await connected(t, 'allowed');
+  assert.match(
+    connectOut,
+    /ran: claude mcp add --scope user --transport http baton http:\/\/127\.0\.0\.1:\d+\/mcp\/claude/,
+  );
+  assert.match(connectOut, /edited .*settings\.json: add "mcp__baton" to permissions\.allow/);
+  assert.deepEqual(JSON.parse(readFileSync(settings, 'utf8')).permissions.allow, ['mcp__baton']);
+  const registry = readFileSync(join(env.CLAUDE_CONFIG_DIR!, '.claude.json'), 'utf8');
+  assert.equal(
+    JSON.parse(registry).mcpServers.baton.headers.Authorization,
+    `Bearer \${BATON_TOKEN_CLAUDE}`,
+    'the token stays in the environment',
+  );
+  assert.ok(!registry.includes(CLIENT_TOKENS.claude));
+
+  const r = await claudeP(env);
+  assert.equal(r.code, 0, r.stderr);
+  const out = JSON.parse(r.stdout) as { result: string; is_error: boolean };
+  assert.equal(out.is_error, false, r.stdout);
+  assert.equal(out.result, `${FINAL_PREFIX}${DELEGATE_ANSWER}`, `offered: ${delegation.offered.join(', ')}`);
+  assert.equal(delegation.asked[0], 'agent_run');
+  assert.equal(delegation.asked.at(-1), 'agent_result');
+  assert.ok(delegation.asked.includes('agent_wait'));
+});
+
+test('baton connect claude without its allow rule: claude -p is refused the tool and delegates nothing', async (t) => {
+  const { delegation, env, settings } = await connected(t, 'denied');
+  const json = JSON.parse(readFileSync(settings, 'utf8'));
+  json.permissions.allow = json.permissions.allow.filter((r: string) => r !== 'mcp__baton');
+  writeFileSync(settings, JSON.stringify(json));
+  const before = await claudeTasks(t);
+
+  const r = await claudeP(env);
+  assert.equal(r.code, 0, r.stderr);
+  const out = JSON.parse(r.stdout) as { result: string; permission_denials: unknown[] };
+  assert.ok(out.result.startsWith(FAILED_PREFIX), out.result);
+  assert.ok(!out.result.includes(DELEGATE_ANSWER));
+  assert.equal(out.permission_denials.length, 1, 'Claude Code denied the baton tool');
+  assert.deepEqual(delegation.asked, ['agent_run']);
+  assert.equal(await claudeTasks(t), before, 'no task reached the hub');
+});
+
+test('baton connect claude --scope project: .mcp.json and .claude/settings.local.json let claude -p delegate', async (t) => {
+  // A project of its own inside the hub's root, so its files cannot grant anything to the other tests.
+  const project = join(setup.project, 'own-project');
+  mkdirSync(project);
+  const { delegation, env } = await connected(t, 'project', ['--scope', 'project'], project);
+  const mcp = JSON.parse(readFileSync(join(project, '.mcp.json'), 'utf8'));
+  assert.equal(mcp.mcpServers.baton.type, 'http');
+  const settings = JSON.parse(readFileSync(join(project, '.claude', 'settings.local.json'), 'utf8'));
+  assert.deepEqual(settings.permissions.allow, ['mcp__baton']);
+  assert.ok(!existsSync(join(env.CLAUDE_CONFIG_DIR!, 'settings.json')), 'the user settings are left alone');
+
+  const r = await claudeP(env, project);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal((JSON.parse(r.stdout) as { result: string }).result, `${FINAL_PREFIX}${DELEGATE_ANSWER}`);
+  assert.equal(delegation.asked.at(-1), 'agent_result');
+});

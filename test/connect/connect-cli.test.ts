@@ -1,0 +1,310 @@
+// `baton connect` as a command: bad input (unknown client, client not installed, unsupported scope, unreadable client
+// config, hub without that caller) changes nothing; --print runs nothing; running twice keeps one baton entry and
+// everything else in the client's config; --provider registers a command that runs from any directory. The client
+// CLIs are the real ones from npm; no model is involved here.
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { test } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ConnectError, type Plan, runPlan } from '../../src/faces/hub/clients.ts';
+import { bins, REPO_ROOT } from '../support/bins.ts';
+import { batonConnect, CLIENT_TOKENS, clientPath, run } from '../support/connect.ts';
+import { writeHubConfig } from '../support/hub.ts';
+import { tempDir } from '../support/tmp.ts';
+
+const PORT = 43_299;
+
+function setup(t: Parameters<typeof tempDir>[0], callers: readonly string[] = Object.keys(CLIENT_TOKENS)) {
+  const dir = tempDir(t, 'baton-connect-cli-');
+  const project = join(dir, 'project');
+  const home = join(dir, 'home');
+  mkdirSync(project, { recursive: true });
+  mkdirSync(home, { recursive: true });
+  const configPath = writeHubConfig({
+    dir,
+    roots: [project],
+    agents: {},
+    callers: Object.fromEntries(callers.map((c) => [c, { token: CLIENT_TOKENS[c as keyof typeof CLIENT_TOKENS] }])),
+  });
+  const config = JSON.parse(readFileSync(configPath, 'utf8'));
+  config.listen.port = PORT;
+  writeFileSync(configPath, JSON.stringify(config));
+  const env: NodeJS.ProcessEnv = {
+    PATH: clientPath(dir),
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, '.config'),
+    XDG_DATA_HOME: join(home, '.local', 'share'),
+    XDG_CACHE_HOME: join(home, '.cache'),
+    XDG_STATE_HOME: join(home, '.local', 'state'),
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_AUTOUPDATER: '1',
+    GEMINI_CLI_NO_RELAUNCH: 'true',
+    OPENCODE_DISABLE_AUTOUPDATE: '1',
+    OPENCODE_DISABLE_MODELS_FETCH: '1',
+    NO_COLOR: '1',
+  };
+  const connect = (args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}) =>
+    batonConnect(configPath, args, { env: opts.env ?? env, cwd: opts.cwd ?? project });
+  return { dir, project, home, env, configPath, connect };
+}
+
+/** Every file under `dir`, relative, sorted: to prove a refused command wrote nothing. */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name).slice(dir.length + 1))
+    .sort();
+}
+
+test('connect: an unknown client is refused with the known ones listed', async (t) => {
+  const s = setup(t);
+  const r = await s.connect(['cursor']);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /unknown client "cursor"; baton can connect: claude, codex, gemini, opencode/);
+  assert.deepEqual(filesUnder(s.home), []);
+});
+
+test('connect: a client that is not on PATH says how to install it and writes nothing', async (t) => {
+  const s = setup(t);
+  const env = { ...s.env, PATH: dirname(process.execPath) };
+  for (const [client, install] of [
+    ['claude', 'npm install -g @anthropic-ai/claude-code'],
+    ['codex', 'npm install -g @openai/codex'],
+    ['gemini', 'npm install -g @google/gemini-cli'],
+    ['opencode', 'npm install -g opencode-ai'],
+  ]) {
+    const r = await s.connect([client!], { env });
+    assert.equal(r.code, 1, client);
+    assert.match(r.stderr, /is not installed \(no `\w+` on PATH\)/);
+    assert.ok(r.stderr.includes(install!), r.stderr);
+  }
+  assert.deepEqual(filesUnder(s.home), []);
+  assert.deepEqual(filesUnder(s.project), []);
+});
+
+test('connect --print: shows each command and edit, runs nothing, even with no client installed', async (t) => {
+  const s = setup(t);
+  const env = { ...s.env, PATH: dirname(process.execPath) };
+  const claude = await s.connect(['claude', '--print'], { env });
+  assert.equal(claude.code, 0, claude.stderr);
+  assert.ok(
+    claude.stdout.includes(
+      `claude mcp add --scope user --transport http baton http://127.0.0.1:${PORT}/mcp/claude --header 'Authorization: Bearer \${BATON_TOKEN_CLAUDE}'`,
+    ),
+    claude.stdout,
+  );
+  assert.ok(claude.stdout.includes(`edit ${join(s.home, '.claude', 'settings.json')}`));
+  assert.match(claude.stdout, /"mcp__baton" to permissions\.allow/);
+  const codex = await s.connect(['codex', '--print'], { env });
+  assert.ok(
+    codex.stdout.includes(
+      `codex mcp add baton --url http://127.0.0.1:${PORT}/mcp/codex --bearer-token-env-var BATON_TOKEN_CODEX`,
+    ),
+  );
+  assert.match(codex.stdout, /default_tools_approval_mode = "approve" under \[mcp_servers\.baton\]/);
+  const gemini = await s.connect(['gemini', '--print'], { env });
+  assert.ok(
+    gemini.stdout.includes(
+      `gemini mcp add --scope user --transport http --trust --header 'Authorization: Bearer \${BATON_TOKEN_GEMINI}' baton http://127.0.0.1:${PORT}/mcp/gemini`,
+    ),
+  );
+  const opencode = await s.connect(['opencode', '--print'], { env });
+  assert.ok(
+    opencode.stdout.includes(
+      `opencode mcp add baton --url http://127.0.0.1:${PORT}/mcp/opencode --header 'Authorization=Bearer {env:BATON_TOKEN_OPENCODE}'`,
+    ),
+  );
+  for (const r of [claude, codex, gemini, opencode]) assert.ok(!r.stdout.includes('-token-0123'), 'no token printed');
+  assert.deepEqual(filesUnder(s.home), []);
+});
+
+test('connect: bad scope, a scope the client lacks, and a hub without that caller are refused', async (t) => {
+  const s = setup(t);
+  const bogus = await s.connect(['claude', '--scope', 'global']);
+  assert.equal(bogus.code, 1);
+  assert.match(bogus.stderr, /--scope must be user or project/);
+  const codex = await s.connect(['codex', '--scope', 'project']);
+  assert.equal(codex.code, 1);
+  assert.match(codex.stderr, /Codex keeps MCP servers in its user config/);
+  const noGemini = setup(t, ['claude']);
+  const r = await noGemini.connect(['gemini']);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /has no caller "gemini"/);
+  assert.deepEqual(filesUnder(s.home), []);
+  assert.deepEqual(filesUnder(noGemini.home), []);
+});
+
+test('connect claude twice: one baton entry and one allow rule; the user’s other servers and rules are kept', async (t) => {
+  const s = setup(t);
+  const settings = join(s.home, '.claude', 'settings.json');
+  mkdirSync(dirname(settings), { recursive: true });
+  writeFileSync(settings, JSON.stringify({ model: 'opus', permissions: { allow: ['Bash(ls:*)'] } }));
+  const other = await run([bins.claude(), 'mcp', 'add', '--scope', 'user', 'other', '--', '/bin/true'], {
+    env: s.env,
+    cwd: s.project,
+  });
+  assert.equal(other.code, 0, other.stderr);
+
+  const first = await s.connect(['claude']);
+  assert.equal(first.code, 0, first.stderr);
+  assert.match(first.stdout, /ran \(nothing to remove\): claude mcp remove --scope user baton/);
+  const second = await s.connect(['claude']);
+  assert.equal(second.code, 0, second.stderr);
+  assert.match(second.stdout, /ran: claude mcp remove --scope user baton/);
+
+  const json = JSON.parse(readFileSync(settings, 'utf8'));
+  assert.deepEqual(json, { model: 'opus', permissions: { allow: ['Bash(ls:*)', 'mcp__baton'] } });
+  const registry = JSON.parse(readFileSync(join(s.home, '.claude.json'), 'utf8'));
+  assert.deepEqual(Object.keys(registry.mcpServers).sort(), ['baton', 'other']);
+  assert.equal(registry.mcpServers.baton.url, `http://127.0.0.1:${PORT}/mcp/claude`);
+});
+
+test('connect codex twice: one [mcp_servers.baton] with one approval line; other servers kept', async (t) => {
+  const s = setup(t);
+  const codexHome = join(s.dir, 'codex-home');
+  mkdirSync(codexHome, { mode: 0o700 });
+  const config = join(codexHome, 'config.toml');
+  writeFileSync(config, 'model = "gpt-x"\n\n[mcp_servers.other]\ncommand = "/bin/true"\n');
+  const env = { ...s.env, CODEX_HOME: codexHome };
+  for (let i = 0; i < 2; i++) {
+    const r = await s.connect(['codex'], { env });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /edited .*config\.toml: set default_tools_approval_mode = "approve"/);
+  }
+  const toml = readFileSync(config, 'utf8');
+  assert.equal(toml.match(/\[mcp_servers\.baton\]/g)?.length, 1, toml);
+  assert.equal(toml.match(/default_tools_approval_mode/g)?.length, 1, toml);
+  assert.match(toml, /model = "gpt-x"/);
+  assert.match(toml, /\[mcp_servers\.other\]\ncommand = "\/bin\/true"/);
+  assert.match(toml, /bearer_token_env_var = "BATON_TOKEN_CODEX"/);
+  assert.ok(!toml.includes(CLIENT_TOKENS.codex));
+});
+
+test('connect gemini twice: one trusted baton entry, other settings kept; --scope project writes the project', async (t) => {
+  const s = setup(t);
+  const settings = join(s.home, '.gemini', 'settings.json');
+  mkdirSync(dirname(settings), { recursive: true });
+  writeFileSync(
+    settings,
+    JSON.stringify({ ui: { theme: 'Dracula' }, mcpServers: { other: { command: '/bin/true' } } }),
+  );
+  for (let i = 0; i < 2; i++) {
+    const r = await s.connect(['gemini']);
+    assert.equal(r.code, 0, r.stderr);
+  }
+  const json = JSON.parse(readFileSync(settings, 'utf8'));
+  assert.equal(json.ui.theme, 'Dracula');
+  assert.deepEqual(Object.keys(json.mcpServers).sort(), ['baton', 'other']);
+  assert.deepEqual(json.mcpServers.baton, {
+    url: `http://127.0.0.1:${PORT}/mcp/gemini`,
+    type: 'http',
+    headers: { Authorization: `Bearer \${BATON_TOKEN_GEMINI}` },
+    trust: true,
+  });
+
+  const project = await s.connect(['gemini', '--scope', 'project']);
+  assert.equal(project.code, 0, project.stderr);
+  const local = JSON.parse(readFileSync(join(s.project, '.gemini', 'settings.json'), 'utf8'));
+  assert.equal(local.mcpServers.baton.trust, true);
+  assert.deepEqual(JSON.parse(readFileSync(settings, 'utf8')), json, 'the user settings are left alone');
+});
+
+test('connect opencode --scope project twice: mcp.baton in ./opencode.json, the rest kept; unreadable JSON refused', async (t) => {
+  const s = setup(t);
+  const file = join(s.project, 'opencode.json');
+  writeFileSync(file, JSON.stringify({ theme: 'tokyonight', mcp: { other: { type: 'local', command: ['x'] } } }));
+  for (let i = 0; i < 2; i++) {
+    const r = await s.connect(['opencode', '--scope', 'project']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /edited .*opencode\.json: set mcp\.baton/);
+  }
+  const json = JSON.parse(readFileSync(file, 'utf8'));
+  assert.equal(json.theme, 'tokyonight');
+  assert.deepEqual(json.mcp.other, { type: 'local', command: ['x'] });
+  assert.deepEqual(json.mcp.baton, {
+    type: 'remote',
+    url: `http://127.0.0.1:${PORT}/mcp/opencode`,
+    headers: { Authorization: 'Bearer {env:BATON_TOKEN_OPENCODE}' },
+  });
+
+  const commented = '{\n  // mine\n  "theme": "x"\n}\n';
+  writeFileSync(file, commented);
+  const r = await s.connect(['opencode', '--scope', 'project']);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /opencode\.json is not plain JSON/);
+  assert.equal(readFileSync(file, 'utf8'), commented, 'left as it was');
+});
+
+test('connect claude with an unreadable settings.json: refused before anything runs', async (t) => {
+  const s = setup(t);
+  const settings = join(s.home, '.claude', 'settings.json');
+  mkdirSync(dirname(settings), { recursive: true });
+  writeFileSync(settings, '{ not json');
+  const r = await s.connect(['claude']);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /settings\.json is not plain JSON/);
+  assert.equal(readFileSync(settings, 'utf8'), '{ not json');
+  assert.ok(!existsSync(join(s.home, '.claude.json')), 'claude mcp add never ran');
+});
+
+test('runPlan: a failing step puts back every file touched before it', async (t) => {
+  const dir = tempDir(t, 'baton-connect-plan-');
+  const kept = join(dir, 'kept.json');
+  const created = join(dir, 'created.json');
+  writeFileSync(kept, '{"a":1}\n');
+  const plan: Plan = {
+    client: 'claude',
+    scope: 'user',
+    files: [kept, created],
+    steps: [
+      {
+        kind: 'exec',
+        argv: [
+          process.execPath,
+          '-e',
+          `require('node:fs').writeFileSync(${JSON.stringify(kept)}, 'changed'); require('node:fs').writeFileSync(${JSON.stringify(created)}, 'new')`,
+        ],
+        why: 'a client CLI that writes its files',
+      },
+      {
+        kind: 'edit',
+        path: kept,
+        why: 'an edit that finds the file unusable',
+        checkFirst: false,
+        apply: () => {
+          throw new ConnectError('cannot edit');
+        },
+      },
+    ],
+  };
+  await assert.rejects(runPlan(plan, process.env, dir), /cannot edit\nnothing was changed/);
+  assert.equal(readFileSync(kept, 'utf8'), '{"a":1}\n');
+  assert.ok(!existsSync(created));
+});
+
+test('connect claude --provider codex: an absolute Node + baton command that serves MCP from any directory', async (t) => {
+  const s = setup(t);
+  const r = await s.connect(['claude', '--provider', 'codex']);
+  assert.equal(r.code, 0, r.stderr);
+  const entry = JSON.parse(readFileSync(join(s.home, '.claude.json'), 'utf8')).mcpServers['baton-codex'];
+  assert.equal(entry.command, process.execPath);
+  assert.deepEqual(entry.args, [join(REPO_ROOT, 'bin', 'baton.js'), 'mcp', '--provider', 'codex']);
+  const allow = JSON.parse(readFileSync(join(s.home, '.claude', 'settings.json'), 'utf8')).permissions.allow;
+  assert.deepEqual(allow, ['mcp__baton-codex']);
+
+  // Started the way Claude Code starts it: from another directory, speaking MCP on stdout from the first byte.
+  const client = new Client({ name: 'connect-test', version: '1.0.0' });
+  const transport = new StdioClientTransport({
+    command: entry.command,
+    args: entry.args,
+    cwd: '/',
+    env: { PATH: s.env.PATH!, HOME: s.home },
+    stderr: 'ignore',
+  });
+  await client.connect(transport);
+  t.after(() => client.close());
+  const tools = (await client.listTools()).tools.map((x) => x.name);
+  assert.ok(tools.includes('codex'), tools.join(', '));
+});

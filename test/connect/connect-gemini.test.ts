@@ -1,0 +1,87 @@
+// `baton connect gemini` into an isolated HOME, then the real `gemini -p` delegating through the hub to the scripted
+// ACP agent, with the Gemini mock scripted as a model that reads each tool result. Without the `trust` connect writes,
+// Gemini CLI leaves baton's tools out of a non-interactive run, so nothing is delegated.
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { before, type TestContext, test } from 'node:test';
+import { geminiEnv, startGeminiMock } from '../mock-models/gemini.ts';
+import { bins } from '../support/bins.ts';
+import {
+  batonConnect,
+  CLIENT_TOKENS,
+  type ConnectHub,
+  clientPath,
+  fileHooks,
+  run,
+  startConnectHub,
+  tokenEnv,
+} from '../support/connect.ts';
+import { DELEGATE_ANSWER, Delegation, FINAL_PREFIX, NO_TOOLS } from '../support/delegation.ts';
+import { call, connectCaller } from '../support/hub.ts';
+import { tempDir } from '../support/tmp.ts';
+
+let dir: string;
+let setup: ConnectHub;
+let PATH: string;
+before(async () => {
+  dir = tempDir(fileHooks, 'baton-connect-gemini-');
+  setup = await startConnectHub(fileHooks, dir);
+  PATH = clientPath(dir);
+});
+
+async function connected(t: TestContext, name: string) {
+  const delegation = new Delegation(setup.project);
+  const mock = await startGeminiMock(delegation.gemini);
+  t.after(() => mock.close());
+  const home = join(dir, name, 'home');
+  const env: NodeJS.ProcessEnv = { ...geminiEnv(home, mock), PATH, ...tokenEnv('gemini') };
+  const c = await batonConnect(setup.configPath, ['gemini'], { env, cwd: setup.project });
+  assert.equal(c.code, 0, `connect failed:\n${c.stdout}\n${c.stderr}`);
+  return { delegation, env, connectOut: c.stdout, settings: join(home, '.gemini', 'settings.json') };
+}
+
+const geminiP = (env: NodeJS.ProcessEnv) =>
+  run([bins.gemini(), '-p', 'Hand this task to the scripted agent through baton.', '-o', 'json'], {
+    env,
+    cwd: setup.project,
+  });
+
+async function geminiTasks(t: TestContext): Promise<number> {
+  const client = await connectCaller(t, setup.hub, 'gemini', CLIENT_TOKENS.gemini);
+  return (await call<{ tasks: unknown[] }>(client, 'agent_list', {})).tasks.length;
+}
+
+test('baton connect gemini: gemini -p delegates through the hub and prints the delegate answer', async (t) => {
+  const { delegation, env, connectOut, settings } = await connected(t, 'trusted');
+  assert.match(connectOut, /ran: gemini mcp add --scope user --transport http --trust --header/);
+  const text = readFileSync(settings, 'utf8');
+  const baton = JSON.parse(text).mcpServers.baton;
+  assert.equal(baton.trust, true);
+  assert.equal(baton.headers.Authorization, `Bearer \${BATON_TOKEN_GEMINI}`, 'the token stays in the environment');
+  assert.ok(!text.includes(CLIENT_TOKENS.gemini));
+  assert.equal(JSON.parse(text).security.auth.selectedType, 'gemini-api-key', 'the rest of the settings is kept');
+
+  const r = await geminiP(env);
+  assert.equal(r.code, 0, r.stderr);
+  const out = JSON.parse(r.stdout) as { response: string };
+  assert.equal(out.response, `${FINAL_PREFIX}${DELEGATE_ANSWER}`, `offered: ${delegation.offered}`);
+  assert.equal(delegation.asked[0], 'agent_run');
+  assert.equal(delegation.asked.at(-1), 'agent_result');
+  assert.ok(delegation.asked.includes('agent_wait'));
+});
+
+test('baton connect gemini without trust: gemini -p is not offered baton tools, no task', async (t) => {
+  const { delegation, env, settings } = await connected(t, 'untrusted');
+  const json = JSON.parse(readFileSync(settings, 'utf8'));
+  delete json.mcpServers.baton.trust;
+  writeFileSync(settings, JSON.stringify(json));
+  const before = await geminiTasks(t);
+
+  const r = await geminiP(env);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal((JSON.parse(r.stdout) as { response: string }).response, NO_TOOLS);
+  assert.ok(!delegation.offered.some((n) => n.includes('agent_run')), `offered: ${delegation.offered}`);
+  assert.deepEqual(delegation.asked, []);
+  assert.equal(await geminiTasks(t), before, 'no task reached the hub');
+});
