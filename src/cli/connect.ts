@@ -16,7 +16,8 @@ import {
   type Server,
   shellQuote,
 } from '../faces/hub/clients.ts';
-import { findOnPath, loadConfig, resolveConfigPath } from '../faces/hub/config.ts';
+import { findOnPath, loadConfig } from '../faces/hub/config.ts';
+import { locateConfig } from '../faces/hub/locate.ts';
 import { connectionsDir, tokenEnvName } from '../faces/hub/examples.ts';
 import { PROVIDERS } from '../faces/provider/index.ts';
 
@@ -68,7 +69,7 @@ async function connect(client: ClientName, scope: Scope, opts: ConnectOptions, c
       command: [process.execPath, script, 'mcp', '--provider', opts.provider],
     };
   } else {
-    const cfg = loadConfig(resolveConfigPath(configFlag));
+    const cfg = loadConfig(locateConfig({ flag: configFlag }));
     if (!cfg.callers[client]) {
       throw new ConnectError(
         `the hub config ${cfg.path} has no caller "${client}"; add one under "callers" (with its own token) and run this again`,
