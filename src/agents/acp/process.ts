@@ -3,6 +3,7 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import * as acp from '@agentclientprotocol/sdk';
+import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
 import { type ChildGroup, type GroupExit, spawnGroup } from '../../lib/process-group.ts';
 import { redact } from '../../lib/redact.ts';
@@ -19,21 +20,15 @@ const STDERR_LINE_MAX_CODE_POINTS = 300;
 /** How long to wait for the process's exit status once its stdout closed, to name the exit code in the error. */
 const EXIT_REPORT_WAIT_MS = 2_000;
 
-const BATON_ENV_PREFIX = 'BATON_';
-
 /** ACP's "authentication required" error: baton never logs in for the user (the agent's own login is used). */
 const AUTH_REQUIRED_CODE = -32000;
 const LOGIN_HINT = "; log in with the agent's own CLI first (baton uses the agent's existing login), then retry";
 
 const CLIENT_INFO = { name: 'baton', title: 'baton', version: BATON_VERSION };
 
-/** The user's environment minus anything baton-specific, plus the agent's configured env. */
+/** The shared child allowlist for an ACP agent (never a BATON_* variable), plus the agent's configured env. */
 export function agentEnvironment(extra: Record<string, string> | undefined): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (v !== undefined && !k.startsWith(BATON_ENV_PREFIX)) env[k] = v;
-  }
-  return { ...env, ...extra };
+  return childEnv('acp', { set: extra });
 }
 
 /** Absolute path of an executable: as given when it has a slash, else the first match on the env's PATH. */

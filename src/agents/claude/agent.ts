@@ -3,11 +3,14 @@
 // config dir of AG-9 and the tool policy of policy.ts.
 import { join } from 'node:path';
 import { MAX_RESULT_BYTES } from '../../core/paging.ts';
+import { captureCommand } from '../../lib/capture.ts';
+import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
 import { redact } from '../../lib/redact.ts';
 import { cutCodePoints, stripTerminalControls } from '../../lib/text.ts';
+import { findVersion } from '../../lib/version.ts';
 import type { Agent, AgentEvent, AgentProbe, AgentSession, OpenSessionOptions, TurnOptions } from '../agent.ts';
-import { captureCli, runCli } from '../cli-process.ts';
+import { runCli } from '../cli-process.ts';
 import { EventQueue } from '../event-queue.ts';
 import { ClaudeConfigHome, canonicalClaudeConfigDir } from './home.ts';
 import { type ClaudePolicy, claudeArgs } from './policy.ts';
@@ -65,23 +68,25 @@ export class ClaudeAgent implements Agent {
     return this.opts.command ?? 'claude';
   }
 
-  /** The child's environment: the user's own (their login, proxies), minus baton's, plus the isolated config dir. */
-  childEnv(): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = { ...(this.opts.env ?? process.env) };
-    for (const key of Object.keys(env)) {
-      // baton's own endpoints and tokens never reach a child (AG-7); CLAUDECODE would make it refuse to nest.
-      if (key.startsWith('BATON_') || key === 'CLAUDECODE') delete env[key];
-    }
-    env.CLAUDE_CONFIG_DIR = this.home.dir;
-    env.DISABLE_AUTOUPDATER = '1';
-    env.CLAUDE_CODE_MAX_RETRIES ??= String(this.opts.maxRetries ?? DEFAULT_CLAUDE_MAX_RETRIES);
-    return env;
+  /** The child's environment: the shared allowlist (the user's login, proxies; never baton's), plus the isolated config dir. */
+  childEnv(): Record<string, string> {
+    const parent = this.opts.env ?? process.env;
+    // CLAUDECODE (set inside a Claude Code session) is not on the allowlist: it would make the child refuse to nest.
+    return childEnv('claude', {
+      parent,
+      set: {
+        CLAUDE_CONFIG_DIR: this.home.dir,
+        DISABLE_AUTOUPDATER: '1',
+        CLAUDE_CODE_MAX_RETRIES:
+          parent.CLAUDE_CODE_MAX_RETRIES ?? String(this.opts.maxRetries ?? DEFAULT_CLAUDE_MAX_RETRIES),
+      },
+    });
   }
 
   async probe(): Promise<AgentProbe> {
     const base: AgentProbe = { name: this.name, kind: this.kind, available: false, binary: this.command };
     const env = this.childEnv();
-    const version = await captureCli(this.command, ['--version'], { env, timeoutMs: 15_000 });
+    const version = await captureCommand([this.command, '--version'], { env, timeoutMs: 15_000 });
     if (version.error || version.code !== 0) {
       return {
         ...base,
@@ -90,9 +95,9 @@ export class ClaudeAgent implements Agent {
           : `"${this.command} --version" exited with code ${version.code}`,
       };
     }
-    const parsed = /\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?/.exec(version.stdout);
+    const parsed = findVersion(version.stdout);
     const snapshot = this.home.beginRun();
-    const auth = await captureCli(this.command, ['auth', 'status', '--json'], { env, timeoutMs: 15_000 });
+    const auth = await captureCommand([this.command, 'auth', 'status', '--json'], { env, timeoutMs: 15_000 });
     this.home.endRun(snapshot);
     let login: AgentProbe['login'] = 'unknown';
     try {
@@ -102,7 +107,7 @@ export class ClaudeAgent implements Agent {
     return {
       ...base,
       available: true,
-      version: parsed?.[0] ?? version.stdout.trim().slice(0, 64),
+      version: parsed ?? version.stdout.trim().slice(0, 64),
       login,
       detail:
         login === 'missing'

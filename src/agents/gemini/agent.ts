@@ -3,11 +3,13 @@
 // unsandboxed run. The operator may pick the sandbox mode for the whole server (GEMINI_SANDBOX_MODES). Hub delegation
 // uses Gemini's ACP mode through the ACP adapter; this adapter is the provider's path and a plain one-shot agent.
 import { MAX_RESULT_BYTES } from '../../core/paging.ts';
+import { captureCommand } from '../../lib/capture.ts';
+import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
 import { redact } from '../../lib/redact.ts';
 import { cutCodePoints, stripTerminalControls } from '../../lib/text.ts';
 import type { Agent, AgentEvent, AgentProbe, AgentSession, OpenSessionOptions, TurnOptions } from '../agent.ts';
-import { type CliOutcome, captureCli, runCli } from '../cli-process.ts';
+import { type CliOutcome, runCli } from '../cli-process.ts';
 import { canonicalGeminiDir, GeminiHome } from './home.ts';
 
 /**
@@ -63,17 +65,18 @@ export class GeminiAgent implements Agent {
     return this.opts.sandboxMode ?? 'auto';
   }
 
-  childEnv(): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = { ...(this.opts.env ?? process.env) };
-    for (const key of Object.keys(env)) if (key.startsWith('BATON_')) delete env[key];
-    // The environment must never switch the sandbox off behind the flag's back (GEMINI_SANDBOX=false wins over it).
-    delete env.GEMINI_SANDBOX;
-    delete env.SANDBOX;
+  childEnv(): Record<string, string> {
+    // GEMINI_SANDBOX and SANDBOX never come from the environment: GEMINI_SANDBOX=false would switch the sandbox off
+    // behind the flag's back. Only the operator's mode sets them.
     const mode = this.sandboxMode;
-    if (mode === 'external') env.SANDBOX = EXTERNAL_SANDBOX_MARKER;
-    else if (mode !== 'auto') env.GEMINI_SANDBOX = mode;
-    env.GEMINI_CLI_HOME = this.home.dir;
-    return env;
+    return childEnv('gemini', {
+      parent: this.opts.env ?? process.env,
+      set: {
+        ...(mode === 'external' ? { SANDBOX: EXTERNAL_SANDBOX_MARKER } : {}),
+        ...(mode !== 'auto' && mode !== 'external' ? { GEMINI_SANDBOX: mode } : {}),
+        GEMINI_CLI_HOME: this.home.dir,
+      },
+    });
   }
 
   args(): string[] {
@@ -96,7 +99,10 @@ export class GeminiAgent implements Agent {
   async probe(): Promise<AgentProbe> {
     const [command, ...prefix] = this.argvPrefix;
     const base: AgentProbe = { name: this.name, kind: this.kind, available: false, binary: this.argvPrefix.join(' ') };
-    const version = await captureCli(command!, [...prefix, '--version'], { env: this.childEnv(), timeoutMs: 20_000 });
+    const version = await captureCommand([command!, ...prefix, '--version'], {
+      env: this.childEnv(),
+      timeoutMs: 20_000,
+    });
     if (version.error || version.code !== 0) {
       return {
         ...base,
