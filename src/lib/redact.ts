@@ -10,10 +10,6 @@ export function registerSecret(value: string | undefined | null): void {
   if (value && value.length >= MIN_SECRET_LENGTH) secrets.add(value);
 }
 
-export function forgetSecret(value: string): void {
-  secrets.delete(value);
-}
-
 // Credentials that look like credentials even when nobody registered them.
 const CREDENTIAL_PATTERNS: RegExp[] = [
   /(authorization\s*[:=]\s*(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]+/gi,

@@ -2,14 +2,21 @@
 // one-shots read the single `json` result; continuation is `--resume <session_id>`. Every run gets the private
 // config dir of AG-9 and the tool policy of policy.ts.
 import { join } from 'node:path';
-import { MAX_RESULT_BYTES } from '../../core/paging.ts';
 import { captureCommand } from '../../lib/capture.ts';
 import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
 import { redact } from '../../lib/redact.ts';
 import { cutCodePoints, stripTerminalControls } from '../../lib/text.ts';
 import { findVersion } from '../../lib/version.ts';
-import type { Agent, AgentEvent, AgentProbe, AgentSession, OpenSessionOptions, TurnOptions } from '../agent.ts';
+import {
+  type Agent,
+  type AgentEvent,
+  type AgentProbe,
+  type AgentSession,
+  MAX_RESULT_BYTES,
+  type OpenSessionOptions,
+  type TurnOptions,
+} from '../agent.ts';
 import { runCli } from '../cli-process.ts';
 import { EventQueue } from '../event-queue.ts';
 import { ClaudeConfigHome, canonicalClaudeConfigDir } from './home.ts';

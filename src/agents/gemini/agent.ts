@@ -2,13 +2,20 @@
 // with `--sandbox`. Where the sandbox cannot start, the run fails with the CLI's own reason; nothing falls back to an
 // unsandboxed run. The operator may pick the sandbox mode for the whole server (GEMINI_SANDBOX_MODES). Hub delegation
 // uses Gemini's ACP mode through the ACP adapter; this adapter is the provider's path and a plain one-shot agent.
-import { MAX_RESULT_BYTES } from '../../core/paging.ts';
 import { captureCommand } from '../../lib/capture.ts';
 import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
 import { redact } from '../../lib/redact.ts';
 import { cutCodePoints, stripTerminalControls } from '../../lib/text.ts';
-import type { Agent, AgentEvent, AgentProbe, AgentSession, OpenSessionOptions, TurnOptions } from '../agent.ts';
+import {
+  type Agent,
+  type AgentEvent,
+  type AgentProbe,
+  type AgentSession,
+  MAX_RESULT_BYTES,
+  type OpenSessionOptions,
+  type TurnOptions,
+} from '../agent.ts';
 import { type CliOutcome, runCli } from '../cli-process.ts';
 import { canonicalGeminiDir, GeminiHome } from './home.ts';
 
