@@ -14,6 +14,7 @@ import {
 } from '../../../core/engine.ts';
 import { isTerminal, type TaskEvent } from '../../../core/task.ts';
 import type { Logger } from '../../../lib/log.ts';
+import { readBodyText } from '../../../lib/net.ts';
 import { redactError } from '../../../lib/redact.ts';
 import { eventLine, type GitSnapshotView, gitChanges, gitLine, gitStatusWord } from './format.ts';
 
@@ -120,7 +121,7 @@ export class Dashboard {
     if (!type.startsWith('application/x-www-form-urlencoded')) {
       return sendHtml(res, 415, loginPage('Send the login form.'));
     }
-    const body = await readSmallBody(req, MAX_LOGIN_BODY_BYTES);
+    const body = await readBodyText(req, MAX_LOGIN_BODY_BYTES);
     const token = body === null ? '' : (new URLSearchParams(body).get('token') ?? '');
     if (!token || !this.opts.tokenMatches(token)) {
       this.opts.logger.warn('dashboard login refused');
@@ -398,18 +399,4 @@ function cookieValue(header: string | undefined, name: string): string | undefin
     if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
   }
   return undefined;
-}
-
-async function readSmallBody(req: IncomingMessage, max: number): Promise<string | null> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > max) {
-      req.resume();
-      return null;
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }

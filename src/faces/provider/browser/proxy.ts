@@ -5,10 +5,11 @@
 import type { Readable, Writable } from 'node:stream';
 import { readJsonLines, readLines, writeJsonLine } from '../../../lib/jsonl.ts';
 import type { Logger } from '../../../lib/log.ts';
+import { pickFreeLoopbackPort } from '../../../lib/net.ts';
 import type { ChildGroup } from '../../../lib/process-group.ts';
 import { spawnGroup } from '../../../lib/process-group.ts';
 import { redact } from '../../../lib/redact.ts';
-import { type DownstreamCommand, downstreamArgs, pickFreeLoopbackPort, probeBrowserIdentity } from './downstream.ts';
+import { type DownstreamCommand, downstreamArgs, probeBrowserIdentity } from './downstream.ts';
 import {
   HELPER_EXIT_SOFTWARE,
   HELPER_EXIT_TEMPFAIL,
