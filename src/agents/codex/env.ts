@@ -1,8 +1,9 @@
 // How a Codex child is started: its argv (the configured command, `-c` overrides) and its environment (the shared
 // child allowlist plus the configured provider's key variable, CODEX_HOME pointing at the isolated home).
+
+import { tomlValue } from '../../codex/config-toml.ts';
 import { childEnv } from '../../lib/child-env.ts';
 import type { CodexAgentConfig } from './config.ts';
-import { tomlValue } from './home.ts';
 
 export function codexChildEnv(config: CodexAgentConfig, codexHome: string): Record<string, string> {
   return childEnv('codex', { pass: [config.modelProvider?.envKey], set: { CODEX_HOME: codexHome } });
