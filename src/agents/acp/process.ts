@@ -6,8 +6,7 @@ import * as acp from '@agentclientprotocol/sdk';
 import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
 import { type ChildGroup, type GroupExit, spawnGroup } from '../../lib/process-group.ts';
-import { redact } from '../../lib/redact.ts';
-import { cutCodePoints, stripTerminalControls } from '../../lib/text.ts';
+import { redact, safeText } from '../../lib/redact.ts';
 import { BATON_VERSION } from '../../version.ts';
 import type { AcpConfig } from './config.ts';
 import { stdioStream } from './stream.ts';
@@ -193,7 +192,7 @@ export class AcpProcess {
     if (this.frameError) return `${this.frameError.message}; the agent was stopped`;
     if (err instanceof acp.RequestError) {
       const hint = err.code === AUTH_REQUIRED_CODE ? LOGIN_HINT : '';
-      return `${clean(`${err.message}${dataDetail(err.data)}`)}${hint}`;
+      return `${safeText(`${err.message}${dataDetail(err.data)}`, STDERR_LINE_MAX_CODE_POINTS, { oneLine: true })}${hint}`;
     }
     const exit = this.exit ?? (await raceTimeout(this.group.exited, EXIT_REPORT_WAIT_MS));
     if (exit) {
@@ -201,13 +200,13 @@ export class AcpProcess {
       const line = this.lastStderrLine();
       return `the agent process ${how}${line ? ` (last stderr line: ${line})` : ''}`;
     }
-    return clean(err instanceof Error ? err.message : String(err));
+    return safeText(err instanceof Error ? err.message : String(err), STDERR_LINE_MAX_CODE_POINTS, { oneLine: true });
   }
 
   lastStderrLine(): string | undefined {
     const lines = this.stderrTail.split('\n').map((l) => l.trim());
     const last = lines.filter(Boolean).at(-1);
-    return last ? clean(last) : undefined;
+    return last ? safeText(last, STDERR_LINE_MAX_CODE_POINTS, { oneLine: true }) : undefined;
   }
 
   get exited(): boolean {
@@ -227,10 +226,6 @@ function isDirectory(path: string): boolean {
   } catch {
     return false;
   }
-}
-
-function clean(text: string): string {
-  return cutCodePoints(redact(stripTerminalControls(text)).replace(/\s+/g, ' ').trim(), STDERR_LINE_MAX_CODE_POINTS);
 }
 
 function dataDetail(data: unknown): string {

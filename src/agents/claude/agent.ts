@@ -5,8 +5,7 @@ import { join } from 'node:path';
 import { captureCommand } from '../../lib/capture.ts';
 import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
-import { redact } from '../../lib/redact.ts';
-import { cutCodePoints, stripTerminalControls } from '../../lib/text.ts';
+import { safeText } from '../../lib/redact.ts';
 import { findVersion } from '../../lib/version.ts';
 import {
   type Agent,
@@ -260,24 +259,29 @@ function runFailure(
   result: ClaudeResult | undefined,
 ): string | undefined {
   if (outcome.spawnError) {
-    return safeError(`cannot start "${command}": ${outcome.spawnError.message}; install Claude Code or set its path`);
+    return safeText(
+      `cannot start "${command}": ${outcome.spawnError.message}; install Claude Code or set its path`,
+      MAX_ERROR_CODE_POINTS,
+    );
   }
   if (outcome.streamError)
-    return safeError(`Claude Code's output broke the framing limits: ${outcome.streamError.message}`);
+    return safeText(
+      `Claude Code's output broke the framing limits: ${outcome.streamError.message}`,
+      MAX_ERROR_CODE_POINTS,
+    );
   const lastLine = outcome.stderrTail.trim().split('\n').at(-1) ?? '';
   if (result) {
     const failure = resultFailure(result);
     if (failure === undefined) return undefined;
     // A result without its own text (e.g. an unknown --resume id) explains itself on stderr.
     const hasText = typeof result.result === 'string' && result.result.trim() !== '';
-    return safeError(!hasText && lastLine ? `${failure}: ${lastLine}` : failure);
+    return safeText(!hasText && lastLine ? `${failure}: ${lastLine}` : failure, MAX_ERROR_CODE_POINTS);
   }
   const how = outcome.exit.signal ? `signal ${outcome.exit.signal}` : `code ${outcome.exit.code}`;
-  return safeError(`Claude Code exited (${how}) without a result${lastLine ? `: ${lastLine}` : ''}`);
-}
-
-function safeError(text: string): string {
-  return cutCodePoints(redact(stripTerminalControls(text)), MAX_ERROR_CODE_POINTS);
+  return safeText(
+    `Claude Code exited (${how}) without a result${lastLine ? `: ${lastLine}` : ''}`,
+    MAX_ERROR_CODE_POINTS,
+  );
 }
 
 export function claudeHomeDir(stateDir: string, agentName: string): string {

@@ -5,8 +5,7 @@
 import { captureCommand } from '../../lib/capture.ts';
 import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
-import { redact } from '../../lib/redact.ts';
-import { cutCodePoints, stripTerminalControls } from '../../lib/text.ts';
+import { safeText } from '../../lib/redact.ts';
 import {
   type Agent,
   type AgentEvent,
@@ -176,21 +175,28 @@ function interpret(command: string, mode: GeminiSandboxMode, outcome: CliOutcome
   if (outcome.spawnError) {
     return {
       ok: false,
-      error: safe(`cannot start "${command}": ${outcome.spawnError.message}; install the Gemini CLI`),
+      error: safeText(
+        `cannot start "${command}": ${outcome.spawnError.message}; install the Gemini CLI`,
+        MAX_ERROR_CODE_POINTS,
+      ),
     };
   }
   if (outcome.streamError)
-    return { ok: false, error: safe(`Gemini's output was too large: ${outcome.streamError.message}`) };
+    return {
+      ok: false,
+      error: safeText(`Gemini's output was too large: ${outcome.streamError.message}`, MAX_ERROR_CODE_POINTS),
+    };
   const sandboxReason = /FatalSandboxError: ([^\n]+)/.exec(outcome.stderrTail)?.[1];
   if (sandboxReason) {
     return {
       ok: false,
       sandboxFailure: true,
-      error: safe(
+      error: safeText(
         `Gemini's sandbox could not start (sandbox mode "${mode}"): ${sandboxReason} Gemini always runs sandboxed ` +
           'here and never falls back to running without one: make the sandbox runtime available (e.g. a running ' +
           'Docker daemon with the Gemini sandbox image), or have the operator choose another mode with ' +
           '--gemini-sandbox when starting the server.',
+        MAX_ERROR_CODE_POINTS,
       ),
     };
   }
@@ -208,10 +214,16 @@ function interpret(command: string, mode: GeminiSandboxMode, outcome: CliOutcome
   }
   const err = parsed?.error as { message?: unknown } | undefined;
   if (err && typeof err.message === 'string')
-    return { ok: false, error: safe(`Gemini reported an error: ${err.message}`) };
+    return { ok: false, error: safeText(`Gemini reported an error: ${err.message}`, MAX_ERROR_CODE_POINTS) };
   const lastLine = outcome.stderrTail.trim().split('\n').at(-1) ?? '';
   const how = outcome.exit.signal ? `signal ${outcome.exit.signal}` : `code ${outcome.exit.code}`;
-  return { ok: false, error: safe(`Gemini exited (${how}) without an answer${lastLine ? `: ${lastLine}` : ''}`) };
+  return {
+    ok: false,
+    error: safeText(
+      `Gemini exited (${how}) without an answer${lastLine ? `: ${lastLine}` : ''}`,
+      MAX_ERROR_CODE_POINTS,
+    ),
+  };
 }
 
 function parseJsonObject(text: string): Record<string, unknown> | undefined {
@@ -227,8 +239,4 @@ function parseJsonObject(text: string): Record<string, unknown> | undefined {
 function parseTrailingJsonObject(text: string): Record<string, unknown> | undefined {
   const start = text.lastIndexOf('\n{');
   return start === -1 ? parseJsonObject(text.trim()) : parseJsonObject(text.slice(start + 1));
-}
-
-function safe(text: string): string {
-  return cutCodePoints(redact(stripTerminalControls(text)), MAX_ERROR_CODE_POINTS);
 }
