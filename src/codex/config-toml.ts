@@ -42,7 +42,7 @@ export function providerTable(p: CodexModelProviderToml): string[] {
 }
 
 /** A key and its value; `undefined` entries are left out (so optional keys can sit in the list in order). */
-export type TomlEntry = readonly [key: string, value: TomlScalar] | undefined;
+type TomlEntry = readonly [key: string, value: TomlScalar] | undefined;
 
 export interface CodexConfigToml {
   /** The comment on the file's first line: who wrote it and that it is rewritten. */

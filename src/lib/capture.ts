@@ -2,7 +2,7 @@
 // kept up to a bound, a deadline, and the group reaped afterwards. Never for a run that spends inference.
 import { spawnGroup } from './process-group.ts';
 
-export const DEFAULT_CAPTURE_TIMEOUT_MS = 15_000;
+const DEFAULT_CAPTURE_TIMEOUT_MS = 15_000;
 const DEFAULT_CAPTURE_MAX_CHARS = 64 * 1024;
 /** TERM → KILL grace when the deadline passes, and for reaping what the command left in its group. */
 const CAPTURE_STOP_GRACE_MS = 1_000;

@@ -112,7 +112,7 @@ function matches(rule: Rule, name: string): boolean {
 }
 
 /** True when a variable of the parent environment may reach a child of this kind. */
-export function passesToChild(kind: ChildKind, name: string): boolean {
+function passesToChild(kind: ChildKind, name: string): boolean {
   if (name.startsWith(BATON_PREFIX)) return false;
   const rules = RULES[kind];
   // A kind's `except` wins over the generic rules too.

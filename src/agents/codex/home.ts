@@ -12,7 +12,7 @@ import type { CodexAgentConfig } from './config.ts';
 export const AUTH_FILE = 'auth.json';
 export const CONFIG_FILE = 'config.toml';
 
-export { providerTable, tomlString, tomlValue } from '../../codex/config-toml.ts';
+export { providerTable, tomlString } from '../../codex/config-toml.ts';
 
 /**
  * The minimal config: no MCP servers, plugins/apps/hooks/sub-agents off, no update check, no history, no telemetry.

@@ -32,7 +32,7 @@ export interface CodexAgentExtras {
 }
 
 /** Grace after turn/interrupt before the process group is stopped (TE-8). */
-export const DEFAULT_CANCEL_GRACE_MS = 5_000;
+const DEFAULT_CANCEL_GRACE_MS = 5_000;
 /** Bound on thread/start, thread/resume and turn/start answers (they are quick; a stuck server must not hang a task). */
 const THREAD_REQUEST_TIMEOUT_MS = 60_000;
 /** How long close() lets Codex exit on stdin EOF before stopping its group. */

@@ -20,7 +20,7 @@ import {
 } from './rpc.ts';
 
 /** Screenshots come back base64 in one frame, so the downstream side is roomier than the client's (SE-5). */
-export const MAX_DOWNSTREAM_FRAME_BYTES = 32 * 1024 * 1024;
+const MAX_DOWNSTREAM_FRAME_BYTES = 32 * 1024 * 1024;
 /** A downstream that keeps dying without answering anything is not restarted forever. */
 const MAX_CONSECUTIVE_DOWNSTREAM_RESTARTS = 3;
 /** Bound on the replayed initialize of a restarted downstream (npx resolution can be slow). */

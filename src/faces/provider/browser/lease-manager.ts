@@ -22,10 +22,10 @@ import {
 import { type BrowserCall, isObject, type Lease, type ProxyIo, type RpcMessage } from './rpc.ts';
 
 /** Exit 75 (loopback bind race): retries with a fresh port after the first attempt. */
-export const MAX_BIND_RACE_RETRIES = 3;
+const MAX_BIND_RACE_RETRIES = 3;
 const HELPER_MESSAGE_MAX_CHARS = 8_000;
 
-export const GUI_NOT_VERIFIED = 'GUI not verified — no browser box available';
+const GUI_NOT_VERIFIED = 'GUI not verified — no browser box available';
 const LEASE_REPLACED_TEXT =
   'browser_lease_replaced: the leased browser was replaced; its state (pages, cookies, storage) is lost and the ' +
   'outcome of this call is unknown. Check the browser state (for example with list_pages) instead of blindly ' +

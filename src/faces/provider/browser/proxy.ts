@@ -23,7 +23,7 @@ import {
 } from './rpc.ts';
 
 /** Client frame bound (SE-5). */
-export const MAX_CLIENT_FRAME_BYTES = 8 * 1024 * 1024;
+const MAX_CLIENT_FRAME_BYTES = 8 * 1024 * 1024;
 
 export interface BrowserProxyOptions {
   /** Operator's lease helper argv; without it every browser call fails closed. */
