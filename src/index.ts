@@ -6,6 +6,7 @@ export {
   CodexAppServerRequestError,
   type CodexAppServerTransport,
   type CodexServerRequest,
+  type JsonRpcFailureReason as CodexAppServerFailureReason,
 } from './codex/app-server-client.ts';
 export { codexUnixSocketTarget, observeCodexUnixSocket } from './codex/unix-socket.ts';
 export {

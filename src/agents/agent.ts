@@ -1,6 +1,11 @@
 // The one seam between the engine and every harness: sessions are explicit, turns stream normalised events,
 // cancellation is an AbortSignal, and nothing here knows MCP or any harness's wire format.
 
+import type { z } from 'zod';
+
+/** A final result larger than this fails the task atomically (TE-4); one-shot adapters drop such an answer too. */
+export const MAX_RESULT_BYTES = 10 * 1024 * 1024;
+
 export type Sandbox = 'read-only' | 'workspace-write' | 'danger-full-access';
 
 export interface AgentProbe {
@@ -74,8 +79,15 @@ export type AgentEvent =
 
 export type AgentEventKind = AgentEvent['kind'];
 
-/** Factory registry: a new agent kind is one folder under src/agents/ and one line where kinds are registered. */
-export type AgentFactory<C = unknown> = (name: string, config: C, ctx: AgentContext) => Agent;
+/**
+ * An agent kind: its strict config schema (the `agents.<name>` entry of config.json without `kind`) and its factory.
+ * A new kind is one folder under src/agents/ and one line in registry.ts. Declared here, not in the registry, so the
+ * kinds' own modules never import the registry that imports them.
+ */
+export interface AgentKind<S extends z.ZodType = z.ZodType> {
+  configSchema: S;
+  create(name: string, config: z.infer<S>, ctx: AgentContext): Agent;
+}
 
 export interface AgentContext {
   /** baton's state dir; adapters put private homes under `<stateDir>/homes/`. */

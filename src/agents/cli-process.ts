@@ -136,26 +136,3 @@ export function runCli(opts: CliRunOptions): CliRun {
   })();
   return { group, done };
 }
-
-/** Runs a short informational command (`--version`, `auth status`) and returns its stdout; never spends inference. */
-export async function captureCli(
-  command: string,
-  args: readonly string[],
-  opts: { env: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number; maxBytes?: number },
-): Promise<{ code: number | null; stdout: string; error?: Error }> {
-  const group = spawnGroup(command, args, { env: opts.env, cwd: opts.cwd, stdio: ['ignore', 'pipe', 'ignore'] });
-  let error: Error | undefined;
-  group.child.once('error', (err) => {
-    error = err;
-  });
-  let stdout = '';
-  const max = opts.maxBytes ?? 64 * 1024;
-  group.child.stdout?.on('data', (d: Buffer) => {
-    if (stdout.length < max) stdout += d.toString('utf8');
-  });
-  const timer = setTimeout(() => void group.stop(1_000), opts.timeoutMs ?? 15_000);
-  const exit = await group.exited;
-  clearTimeout(timer);
-  await group.stop(1_000);
-  return { code: exit.code, stdout: stdout.slice(0, max), error };
-}

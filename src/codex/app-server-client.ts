@@ -6,7 +6,16 @@ import type { InitializeParams } from '../generated/codex/InitializeParams.ts';
 import type { InitializeResponse } from '../generated/codex/InitializeResponse.ts';
 import { registerSecret } from '../lib/redact.ts';
 import { jsonLinesChannel, openWebSocket, webSocketChannel } from './channels.ts';
-import { type JsonRpcId, JsonRpcPeer, type MessageChannel } from './json-rpc-peer.ts';
+import {
+  type JsonRpcFailureReason,
+  type JsonRpcId,
+  JsonRpcPeer,
+  JsonRpcRequestError,
+  type JsonRpcRequestErrorOptions,
+  type MessageChannel,
+} from './json-rpc-peer.ts';
+
+export type { JsonRpcFailureReason };
 
 /** Inbound message limit: default, and the range callers may set. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -63,20 +72,14 @@ export interface CodexAppServerClientOptions {
   initializeTimeoutMs?: number;
 }
 
-/** A failed request. `dispatched` is true when it reached the wire: its effect is then unknown unless `code` is set. */
-export class CodexAppServerRequestError extends Error {
-  readonly dispatched: boolean;
-  /** The server's JSON-RPC error code, when the server answered with an error. */
-  readonly code: number | undefined;
-  readonly data: unknown;
-  readonly method: string;
-  constructor(method: string, message: string, opts: { dispatched: boolean; code?: number; data?: unknown }) {
-    super(`Codex app-server request ${method} failed: ${message}`);
+/**
+ * A failed request. `dispatched` is true when it reached the wire: its effect is then unknown unless `code` is set.
+ * The peer's request error with the Codex method in its message; `reason` says why (see JsonRpcFailureReason).
+ */
+export class CodexAppServerRequestError extends JsonRpcRequestError {
+  constructor(method: string, message: string, opts: JsonRpcRequestErrorOptions) {
+    super(method, `Codex app-server request ${method} failed: ${message}`, opts);
     this.name = 'CodexAppServerRequestError';
-    this.method = method;
-    this.dispatched = opts.dispatched;
-    this.code = opts.code;
-    this.data = opts.data;
   }
 }
 
@@ -206,8 +209,7 @@ export class CodexAppServerClient {
     } catch (err) {
       peer.close();
       this.state = 'closed';
-      const e = err as CodexAppServerRequestError;
-      if (e.dispatched && e.code === undefined && /no response within/.test(e.message)) {
+      if (err instanceof JsonRpcRequestError && err.reason === 'timeout') {
         throw new Error(`Codex app-server did not answer initialize within ${this.initializeTimeoutMs} ms`);
       }
       throw err;
@@ -243,7 +245,7 @@ export class CodexAppServerClient {
         new CodexAppServerRequestError(
           method,
           this.state === 'closed' ? 'the connection is closed' : 'the client is not connected; call connect() first',
-          { dispatched: false },
+          { dispatched: false, reason: this.state === 'closed' ? 'closed' : 'not_connected' },
         ),
       );
     }

@@ -21,17 +21,43 @@ export class OutgoingBufferFullError extends Error {
   }
 }
 
+/**
+ * Why a request failed, as a code callers branch on (never the message text): `closed` (the connection was already
+ * closed), `overloaded` (too many pending requests), `send_failed`, `aborted` (by the caller's signal), `timeout` (no
+ * answer in time), `disconnected` (the connection ended while it was pending), `server_error` (the peer answered with
+ * an error: see `code`), `not_connected` (a client that has not connected yet).
+ */
+export type JsonRpcFailureReason =
+  | 'closed'
+  | 'overloaded'
+  | 'send_failed'
+  | 'aborted'
+  | 'timeout'
+  | 'disconnected'
+  | 'server_error'
+  | 'not_connected';
+
+export interface JsonRpcRequestErrorOptions {
+  dispatched: boolean;
+  reason: JsonRpcFailureReason;
+  code?: number;
+  data?: unknown;
+}
+
 /** A request failure. `dispatched` says whether the request left this process (a timeout after dispatch proves nothing). */
 export class JsonRpcRequestError extends Error {
   readonly dispatched: boolean;
+  readonly reason: JsonRpcFailureReason;
+  /** The peer's JSON-RPC error code, when it answered with an error. */
   readonly code: number | undefined;
   readonly data: unknown;
   readonly method: string;
-  constructor(method: string, message: string, opts: { dispatched: boolean; code?: number; data?: unknown }) {
+  constructor(method: string, message: string, opts: JsonRpcRequestErrorOptions) {
     super(message);
     this.name = 'JsonRpcRequestError';
     this.method = method;
     this.dispatched = opts.dispatched;
+    this.reason = opts.reason;
     this.code = opts.code;
     this.data = opts.data;
   }
@@ -58,11 +84,7 @@ export interface JsonRpcPeerOptions {
   /** Codex omits "jsonrpc" on the wire; MCP requires "2.0". */
   jsonrpcVersionField: boolean;
   /** Error classes thrown by request(); lets a protocol client expose its own named error type. */
-  makeRequestError?: (
-    method: string,
-    message: string,
-    opts: { dispatched: boolean; code?: number; data?: unknown },
-  ) => Error;
+  makeRequestError?: (method: string, message: string, opts: JsonRpcRequestErrorOptions) => JsonRpcRequestError;
   onNotification?: (method: string, params: unknown) => void;
   /**
    * A request from the peer, tracked until respond()/respondError(). Return false to have the peer answer
@@ -78,7 +100,13 @@ export interface JsonRpcPeerOptions {
   onClose?: (error?: Error) => void;
 }
 
-type ErrorFactory = (message: string, dispatched: boolean, code?: number, data?: unknown) => Error;
+type ErrorFactory = (
+  message: string,
+  dispatched: boolean,
+  reason: JsonRpcFailureReason,
+  code?: number,
+  data?: unknown,
+) => Error;
 
 interface PendingOutgoing {
   resolve: (value: unknown) => void;
@@ -128,17 +156,23 @@ export class JsonRpcPeer {
   }
 
   request(method: string, params: unknown, opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<unknown> {
-    const fail: ErrorFactory = (message, dispatched, code, data) =>
+    const fail: ErrorFactory = (message, dispatched, reason, code, data) =>
       (this.opts.makeRequestError ?? ((m, msg, o) => new JsonRpcRequestError(m, msg, o)))(method, message, {
         dispatched,
+        reason,
         code,
         data,
       });
-    if (this.closed) return Promise.reject(fail('the connection is closed', false));
-    if (opts.signal?.aborted) return Promise.reject(fail('the request was aborted before it was sent', false));
+    if (this.closed) return Promise.reject(fail('the connection is closed', false, 'closed'));
+    if (opts.signal?.aborted)
+      return Promise.reject(fail('the request was aborted before it was sent', false, 'aborted'));
     if (this.outgoing.size >= this.opts.maxPendingOutgoing) {
       return Promise.reject(
-        fail(`too many pending requests (limit ${this.opts.maxPendingOutgoing}); wait for some to finish`, false),
+        fail(
+          `too many pending requests (limit ${this.opts.maxPendingOutgoing}); wait for some to finish`,
+          false,
+          'overloaded',
+        ),
       );
     }
     const id = this.nextId++;
@@ -148,7 +182,7 @@ export class JsonRpcPeer {
       const onAbort = () => {
         this.outgoing.delete(key);
         cleanup();
-        reject(fail('the request was aborted after it was sent; its outcome is unknown', true));
+        reject(fail('the request was aborted after it was sent; its outcome is unknown', true, 'aborted'));
       };
       const cleanup = () => {
         if (timer) clearTimeout(timer);
@@ -160,7 +194,7 @@ export class JsonRpcPeer {
         this.send({ id, method, params });
       } catch (err) {
         this.outgoing.delete(key);
-        reject(fail(`the request could not be sent: ${(err as Error).message}`, false));
+        reject(fail(`the request could not be sent: ${(err as Error).message}`, false, 'send_failed'));
         return;
       }
       if (!this.outgoing.has(key)) return; // already answered
@@ -169,7 +203,7 @@ export class JsonRpcPeer {
         timer = setTimeout(() => {
           this.outgoing.delete(key);
           cleanup();
-          reject(fail(`no response within ${timeoutMs} ms; the request may still take effect`, true));
+          reject(fail(`no response within ${timeoutMs} ms; the request may still take effect`, true, 'timeout'));
         }, timeoutMs);
       }
       opts.signal?.addEventListener('abort', onAbort, { once: true });
@@ -298,7 +332,7 @@ export class JsonRpcPeer {
       const error = (msg.error ?? {}) as Record<string, unknown>;
       const code = typeof error.code === 'number' ? error.code : undefined;
       const text = typeof error.message === 'string' ? error.message : 'the peer returned an error without a message';
-      pending.reject(pending.fail(text, true, code, error.data));
+      pending.reject(pending.fail(text, true, 'server_error', code, error.data));
       return;
     }
     pending.resolve(msg.result);
@@ -315,7 +349,7 @@ export class JsonRpcPeer {
     const reason = error ? `the connection closed (${error.message})` : 'the connection was closed';
     for (const pending of this.outgoing.values()) {
       pending.cleanup();
-      pending.reject(pending.fail(`${reason}; the request may still take effect`, true));
+      pending.reject(pending.fail(`${reason}; the request may still take effect`, true, 'disconnected'));
     }
     this.outgoing.clear();
     for (const pending of this.incoming.values()) pending.controller.abort('disconnected');

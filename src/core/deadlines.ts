@@ -54,10 +54,6 @@ export class Deadline {
     clearTimeout(this.hardTimer);
   }
 
-  get isExpired(): boolean {
-    return this.expired;
-  }
-
   private armIdle(): void {
     const ms = this.opts.idleMs;
     if (!ms || ms <= 0) return;

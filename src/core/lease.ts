@@ -13,6 +13,18 @@ export class LeaseHeldError extends Error {
   }
 }
 
+/** SQLite's primary result codes for "another connection holds the lock" (extended codes keep them in the low byte). */
+const SQLITE_BUSY = 5;
+const SQLITE_LOCKED = 6;
+
+/** node:sqlite reports SQLite's own result code as `errcode` on an ERR_SQLITE_ERROR. */
+function isLockConflict(err: unknown): boolean {
+  const e = err as { code?: unknown; errcode?: unknown };
+  if (e?.code !== 'ERR_SQLITE_ERROR' || typeof e.errcode !== 'number') return false;
+  const primary = e.errcode & 0xff;
+  return primary === SQLITE_BUSY || primary === SQLITE_LOCKED;
+}
+
 export class DaemonLease {
   private db: DatabaseSync | undefined;
 
@@ -26,7 +38,7 @@ export class DaemonLease {
       db.exec('CREATE TABLE IF NOT EXISTS holder (pid INTEGER)');
     } catch (err) {
       db.close();
-      if (/locked|busy/i.test(String((err as Error).message))) throw new LeaseHeldError(stateDir);
+      if (isLockConflict(err)) throw new LeaseHeldError(stateDir);
       throw err;
     }
     lease.db = db;

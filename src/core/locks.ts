@@ -64,14 +64,6 @@ export class WorkspaceLocks {
     if (this.held.delete(id)) this.pump();
   }
 
-  isHeld(id: string): boolean {
-    return this.held.has(id);
-  }
-
-  get waiting(): number {
-    return this.queue.length;
-  }
-
   private pump(): void {
     const blockers: LockScope[] = [...this.held.values()];
     for (let i = 0; i < this.queue.length; ) {

@@ -1,8 +1,8 @@
 // Results and commentary are paged in Unicode code points (TE-4, TE-5).
 
 export const RESULT_PAGE_CODE_POINTS = 32_768;
-/** A final result larger than this fails the task atomically (TE-4). */
-export const MAX_RESULT_BYTES = 10 * 1024 * 1024;
+// The result cap is part of the agent seam (adapters drop an oversized answer too): declared there, used here.
+export { MAX_RESULT_BYTES } from '../agents/agent.ts';
 /** Commentary is kept as a tail of this many UTF-8 bytes (TE-5). */
 export const COMMENTARY_TAIL_BYTES = 1024 * 1024;
 

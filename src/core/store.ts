@@ -148,13 +148,6 @@ export class Store {
     return { tasks: rows.map(toTask), orders: rows.map((r) => Number(r.list_order)) };
   }
 
-  listOrder(id: string): number | undefined {
-    const r = this.db.prepare('SELECT list_order FROM tasks WHERE id = ?').get(id) as
-      | { list_order: number }
-      | undefined;
-    return r?.list_order;
-  }
-
   getCommentary(id: string): { tail: string; dropped: number } {
     const r = this.db.prepare('SELECT commentary, commentary_dropped FROM tasks WHERE id = ?').get(id) as Row;
     return { tail: String(r.commentary), dropped: Number(r.commentary_dropped) };

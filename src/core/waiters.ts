@@ -35,9 +35,4 @@ export class Waiters {
     if (!set) return;
     for (const w of [...set]) w();
   }
-
-  /** Number of readers waiting on `key` (for tests and health). */
-  count(key: string): number {
-    return this.waiting.get(key)?.size ?? 0;
-  }
 }

@@ -1,4 +1,6 @@
-// One redaction helper for every output path (SE-1): results, logs, errors, events and the store.
+// The one redaction module for every output path (SE-1): results, logs, errors, events and the store. Text, error
+// messages, nested values and agent-produced error text all go through redact() here; nothing else redacts.
+import { cutCodePoints, stripTerminalControls } from './text.ts';
 
 export const REDACTED = '[redacted]';
 const MIN_SECRET_LENGTH = 6;
@@ -8,10 +10,6 @@ const secrets = new Set<string>();
 /** Registers a value that must never leave baton (tokens, passwords, auth file contents). */
 export function registerSecret(value: string | undefined | null): void {
   if (value && value.length >= MIN_SECRET_LENGTH) secrets.add(value);
-}
-
-export function forgetSecret(value: string): void {
-  secrets.delete(value);
 }
 
 // Credentials that look like credentials even when nobody registered them.
@@ -35,4 +33,32 @@ export function redact(text: string, extra: readonly string[] = []): string {
 export function redactError(err: unknown, extra: readonly string[] = []): string {
   const msg = err instanceof Error ? err.message : String(err);
   return redact(msg, extra);
+}
+
+/** A copy of `err` whose message (and nested messages of an AggregateError) carry no secret; keeps the name. */
+export function redactedError(err: unknown): Error {
+  if (err instanceof AggregateError) {
+    return new AggregateError(err.errors.map(redactedError), redact(err.message));
+  }
+  const e = new Error(redact(err instanceof Error ? err.message : String(err)));
+  if (err instanceof Error) e.name = err.name;
+  return e;
+}
+
+/** Every string inside a JSON-like value redacted (objects and arrays copied). */
+export function redactDeep(value: unknown): unknown {
+  if (typeof value === 'string') return redact(value);
+  if (Array.isArray(value)) return value.map(redactDeep);
+  if (typeof value === 'object' && value !== null)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactDeep(v)]));
+  return value;
+}
+
+/**
+ * Agent-produced text safe to show a caller: terminal controls stripped, redacted, cut to `maxCodePoints`; with
+ * `oneLine`, whitespace runs become one space first (a stderr line in an error message).
+ */
+export function safeText(text: string, maxCodePoints: number, opts: { oneLine?: boolean } = {}): string {
+  const clean = redact(stripTerminalControls(text));
+  return cutCodePoints(opts.oneLine ? clean.replace(/\s+/g, ' ').trim() : clean, maxCodePoints);
 }

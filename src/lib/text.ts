@@ -11,12 +11,6 @@ export function stripTerminalControls(text: string): string {
   return text.replace(TERMINAL_CONTROL, '');
 }
 
-export function codePointLength(text: string): number {
-  let n = 0;
-  for (const _ of text) n++;
-  return n;
-}
-
 /** The first `max` code points of `text` (never splits a surrogate pair). */
 export function cutCodePoints(text: string, max: number): string {
   if (text.length <= max) return text;

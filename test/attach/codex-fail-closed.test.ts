@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
 import { WebSocketServer } from 'ws';
+import { codexDecline, DECLINED_CODEX_METHODS } from '../../src/codex/declines.ts';
 import { ConnectionRegistry } from '../../src/faces/attach/connections.ts';
 import {
   MAX_SENDS_PER_CONNECTION,
@@ -196,6 +197,25 @@ describe('Codex connections fail closed (fake app-server)', () => {
       assert.deepEqual(answers.get(2)?.result, { action: 'decline', content: null, _meta: null });
       assert.equal(answers.get(3)?.error?.code, -32601);
       assert.equal(answers.has(0), false, 'account/chatgptAuthTokens/refresh is never answered');
+      await registry.closeAll();
+    } finally {
+      await fake.close();
+    }
+  });
+
+  test('every request of the shared decline table gets the same declining answer as the agent adapter gives', async () => {
+    const fake = await fakeAppServer({});
+    try {
+      const { registry } = await connectTo(fake.url);
+      DECLINED_CODEX_METHODS.forEach((method, id) => {
+        fake.request(id, method, { threadId: 't', turnId: 'u', itemId: `i${id}` });
+      });
+      const n = DECLINED_CODEX_METHODS.length;
+      await until(`${n} answers`, () => fake.received.filter((m) => m.method === undefined).length >= n);
+      const answers = new Map(fake.received.filter((m) => m.method === undefined).map((m) => [m.id, m]));
+      DECLINED_CODEX_METHODS.forEach((method, id) => {
+        assert.deepEqual(answers.get(id)?.result, codexDecline(method)!.answer, method);
+      });
       await registry.closeAll();
     } finally {
       await fake.close();

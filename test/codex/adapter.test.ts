@@ -8,6 +8,7 @@ import { describe, test } from 'node:test';
 import type { AgentEvent, AgentSession } from '../../src/agents/agent.ts';
 import { prepareCodexHome } from '../../src/agents/codex/home.ts';
 import { createAgent } from '../../src/agents/registry.ts';
+import { codexDecline, DECLINED_CODEX_METHODS } from '../../src/codex/declines.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { ensurePrivateDir } from '../../src/lib/private-fs.ts';
 import {
@@ -308,6 +309,28 @@ describe('codex agent edge paths (against a FAKE app-server, see fixtures/fake-a
       { id: 2, error: { code: -32601, message: 'baton does not support attestation/generate' } },
     ]);
     assert.doesNotMatch(JSON.stringify(events), /secret\/path/);
+  });
+
+  test('every request of the shared decline table is declined with its answer and reported (TE-11)', async (t) => {
+    const { agent, root } = fakeAgent(t);
+    const session = await agent.openSession({
+      cwd: root,
+      sandbox: 'workspace-write',
+      signal: new AbortController().signal,
+    });
+    t.after(() => session.close());
+    const prompt = `ask-all:${JSON.stringify(DECLINED_CODEX_METHODS)}`;
+    const events = await collect(session.turn(prompt, { signal: new AbortController().signal }));
+    const answers = JSON.parse((events.find((e) => e.kind === 'message') as { text: string }).text);
+    assert.deepEqual(
+      answers,
+      DECLINED_CODEX_METHODS.map((method, id) => ({ id, result: codexDecline(method)!.answer })),
+    );
+    assert.deepEqual(
+      events.filter((e) => e.kind === 'permission').map((e) => (e as { what: string }).what),
+      DECLINED_CODEX_METHODS.map((method) => codexDecline(method)!.what),
+    );
+    assert.ok(DECLINED_CODEX_METHODS.includes('item/tool/requestUserInput'));
   });
 
   test('an interrupt Codex never acknowledges: the process group is stopped, acknowledged=false (TE-8)', async (t) => {

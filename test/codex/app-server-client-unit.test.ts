@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { PassThrough, Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { setImmediate as tick } from 'node:timers/promises';
+import { JsonRpcRequestError } from '../../src/codex/json-rpc-peer.ts';
 import {
   CodexAppServerClient,
   type CodexAppServerClientOptions,
@@ -191,6 +192,8 @@ describe('deadlines', () => {
     await client.connect();
     await assert.rejects(client.request('thread/list', {}, 20), (err: unknown) => {
       assert.ok(err instanceof CodexAppServerRequestError);
+      assert.ok(err instanceof JsonRpcRequestError, 'one error class: the Codex error is the peer error');
+      assert.equal(err.reason, 'timeout');
       assert.equal(err.dispatched, true);
       assert.equal(err.code, undefined);
       return true;

@@ -77,6 +77,7 @@ test('requests both ways, notifications, the "jsonrpc" field, method-not-found',
   assert.ok(wire.every((text) => JSON.parse(text).jsonrpc === '2.0'));
   await assert.rejects(client.request('nope', {}), (err: unknown) => {
     assert.ok(err instanceof JsonRpcRequestError);
+    assert.equal(err.reason, 'server_error');
     assert.equal(err.code, -32601);
     assert.equal(err.dispatched, true);
     return true;
@@ -148,6 +149,10 @@ test('string and numeric ids are distinct; a late response is ignored', async ()
   asker.start();
   silent.start();
   await assert.rejects(asker.request('slow', {}, { timeoutMs: 5 }), /no response within 5 ms/);
+  await assert.rejects(
+    asker.request('slow', {}, { timeoutMs: 5 }),
+    (err: unknown) => err instanceof JsonRpcRequestError && err.reason === 'timeout' && err.dispatched,
+  );
   assert.equal(asker.pendingOutgoingCount, 0);
   assert.equal(silent.respond(0, 'late'), true);
   await new Promise((r) => setTimeout(r, 0));

@@ -1,8 +1,9 @@
 // The ACP agent kind (AG-4): any ACP v1 agent configured by its stdio command.
 import { basename } from 'node:path';
 import * as acp from '@agentclientprotocol/sdk';
+import { captureCommand } from '../../lib/capture.ts';
 import type { Logger } from '../../lib/log.ts';
-import { spawnGroup } from '../../lib/process-group.ts';
+import { findVersion } from '../../lib/version.ts';
 import type { Agent, AgentContext, AgentProbe, OpenSessionOptions } from '../agent.ts';
 import type { AcpConfig } from './config.ts';
 import { VERSION_FLAG_BINARIES } from './presets.ts';
@@ -10,8 +11,7 @@ import { AcpProcess, agentEnvironment, binaryNotFound, resolveBinary } from './p
 import { AcpAgentSession } from './session.ts';
 
 const VERSION_PROBE_TIMEOUT_MS = 15_000;
-const VERSION_OUTPUT_MAX_BYTES = 4 * 1024;
-const VERSION_PATTERN = /\b\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?\b/;
+const VERSION_OUTPUT_MAX_CHARS = 4 * 1024;
 
 export interface AcpSessionProbe {
   version?: string;
@@ -94,21 +94,11 @@ export class AcpAgent implements Agent {
   }
 
   private async versionFlag(binary: string): Promise<string | undefined> {
-    const group = spawnGroup(binary, ['--version'], {
+    const out = await captureCommand([binary, '--version'], {
       env: agentEnvironment(this.config.env),
-      stdio: ['ignore', 'pipe', 'ignore'],
+      timeoutMs: VERSION_PROBE_TIMEOUT_MS,
+      maxChars: VERSION_OUTPUT_MAX_CHARS,
     });
-    group.child.on('error', () => {});
-    let out = '';
-    group.child.stdout?.setEncoding('utf8');
-    group.child.stdout?.on('data', (d: string) => {
-      if (out.length < VERSION_OUTPUT_MAX_BYTES) out += d;
-    });
-    const timer = setTimeout(() => void group.stop(), VERSION_PROBE_TIMEOUT_MS);
-    const exit = await group.exited;
-    clearTimeout(timer);
-    await group.stop();
-    if (exit.code !== 0) return undefined;
-    return VERSION_PATTERN.exec(out)?.[0];
+    return out.code === 0 ? findVersion(out.stdout) : undefined;
   }
 }

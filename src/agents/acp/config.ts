@@ -8,7 +8,7 @@ const MAX_CANCEL_GRACE_MS = 600_000;
 export const acpConfigSchema = z.strictObject({
   /** The agent's ACP stdio command: binary (resolved from PATH when not absolute) and arguments. */
   command: z.array(z.string().min(1)).min(1, 'command must name the agent binary'),
-  /** Extra environment for the agent, on top of the user's (minus BATON_* variables). */
+  /** Extra environment for the agent, on top of the allowlisted part of the user's (BATON_* never passes). */
   env: z.record(z.string(), z.string()).optional(),
   /** Grant the agent's permission requests instead of denying them (TE-11). */
   allowPermissions: z.boolean().optional(),

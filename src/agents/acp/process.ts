@@ -3,10 +3,10 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import * as acp from '@agentclientprotocol/sdk';
+import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
 import { type ChildGroup, type GroupExit, spawnGroup } from '../../lib/process-group.ts';
-import { redact } from '../../lib/redact.ts';
-import { cutCodePoints, stripTerminalControls } from '../../lib/text.ts';
+import { redact, safeText } from '../../lib/redact.ts';
 import { BATON_VERSION } from '../../version.ts';
 import type { AcpConfig } from './config.ts';
 import { stdioStream } from './stream.ts';
@@ -19,21 +19,15 @@ const STDERR_LINE_MAX_CODE_POINTS = 300;
 /** How long to wait for the process's exit status once its stdout closed, to name the exit code in the error. */
 const EXIT_REPORT_WAIT_MS = 2_000;
 
-const BATON_ENV_PREFIX = 'BATON_';
-
 /** ACP's "authentication required" error: baton never logs in for the user (the agent's own login is used). */
 const AUTH_REQUIRED_CODE = -32000;
 const LOGIN_HINT = "; log in with the agent's own CLI first (baton uses the agent's existing login), then retry";
 
 const CLIENT_INFO = { name: 'baton', title: 'baton', version: BATON_VERSION };
 
-/** The user's environment minus anything baton-specific, plus the agent's configured env. */
+/** The shared child allowlist for an ACP agent (never a BATON_* variable), plus the agent's configured env. */
 export function agentEnvironment(extra: Record<string, string> | undefined): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (v !== undefined && !k.startsWith(BATON_ENV_PREFIX)) env[k] = v;
-  }
-  return { ...env, ...extra };
+  return childEnv('acp', { set: extra });
 }
 
 /** Absolute path of an executable: as given when it has a slash, else the first match on the env's PATH. */
@@ -198,7 +192,7 @@ export class AcpProcess {
     if (this.frameError) return `${this.frameError.message}; the agent was stopped`;
     if (err instanceof acp.RequestError) {
       const hint = err.code === AUTH_REQUIRED_CODE ? LOGIN_HINT : '';
-      return `${clean(`${err.message}${dataDetail(err.data)}`)}${hint}`;
+      return `${safeText(`${err.message}${dataDetail(err.data)}`, STDERR_LINE_MAX_CODE_POINTS, { oneLine: true })}${hint}`;
     }
     const exit = this.exit ?? (await raceTimeout(this.group.exited, EXIT_REPORT_WAIT_MS));
     if (exit) {
@@ -206,13 +200,13 @@ export class AcpProcess {
       const line = this.lastStderrLine();
       return `the agent process ${how}${line ? ` (last stderr line: ${line})` : ''}`;
     }
-    return clean(err instanceof Error ? err.message : String(err));
+    return safeText(err instanceof Error ? err.message : String(err), STDERR_LINE_MAX_CODE_POINTS, { oneLine: true });
   }
 
   lastStderrLine(): string | undefined {
     const lines = this.stderrTail.split('\n').map((l) => l.trim());
     const last = lines.filter(Boolean).at(-1);
-    return last ? clean(last) : undefined;
+    return last ? safeText(last, STDERR_LINE_MAX_CODE_POINTS, { oneLine: true }) : undefined;
   }
 
   get exited(): boolean {
@@ -232,10 +226,6 @@ function isDirectory(path: string): boolean {
   } catch {
     return false;
   }
-}
-
-function clean(text: string): string {
-  return cutCodePoints(redact(stripTerminalControls(text)).replace(/\s+/g, ' ').trim(), STDERR_LINE_MAX_CODE_POINTS);
 }
 
 function dataDetail(data: unknown): string {

@@ -2,12 +2,21 @@
 // one-shots read the single `json` result; continuation is `--resume <session_id>`. Every run gets the private
 // config dir of AG-9 and the tool policy of policy.ts.
 import { join } from 'node:path';
-import { MAX_RESULT_BYTES } from '../../core/paging.ts';
+import { captureCommand } from '../../lib/capture.ts';
+import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
-import { redact } from '../../lib/redact.ts';
-import { cutCodePoints, stripTerminalControls } from '../../lib/text.ts';
-import type { Agent, AgentEvent, AgentProbe, AgentSession, OpenSessionOptions, TurnOptions } from '../agent.ts';
-import { captureCli, runCli } from '../cli-process.ts';
+import { safeText } from '../../lib/redact.ts';
+import { findVersion } from '../../lib/version.ts';
+import {
+  type Agent,
+  type AgentEvent,
+  type AgentProbe,
+  type AgentSession,
+  MAX_RESULT_BYTES,
+  type OpenSessionOptions,
+  type TurnOptions,
+} from '../agent.ts';
+import { runCli } from '../cli-process.ts';
 import { EventQueue } from '../event-queue.ts';
 import { ClaudeConfigHome, canonicalClaudeConfigDir } from './home.ts';
 import { type ClaudePolicy, claudeArgs } from './policy.ts';
@@ -65,23 +74,25 @@ export class ClaudeAgent implements Agent {
     return this.opts.command ?? 'claude';
   }
 
-  /** The child's environment: the user's own (their login, proxies), minus baton's, plus the isolated config dir. */
-  childEnv(): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = { ...(this.opts.env ?? process.env) };
-    for (const key of Object.keys(env)) {
-      // baton's own endpoints and tokens never reach a child (AG-7); CLAUDECODE would make it refuse to nest.
-      if (key.startsWith('BATON_') || key === 'CLAUDECODE') delete env[key];
-    }
-    env.CLAUDE_CONFIG_DIR = this.home.dir;
-    env.DISABLE_AUTOUPDATER = '1';
-    env.CLAUDE_CODE_MAX_RETRIES ??= String(this.opts.maxRetries ?? DEFAULT_CLAUDE_MAX_RETRIES);
-    return env;
+  /** The child's environment: the shared allowlist (the user's login, proxies; never baton's), plus the isolated config dir. */
+  childEnv(): Record<string, string> {
+    const parent = this.opts.env ?? process.env;
+    // CLAUDECODE (set inside a Claude Code session) is not on the allowlist: it would make the child refuse to nest.
+    return childEnv('claude', {
+      parent,
+      set: {
+        CLAUDE_CONFIG_DIR: this.home.dir,
+        DISABLE_AUTOUPDATER: '1',
+        CLAUDE_CODE_MAX_RETRIES:
+          parent.CLAUDE_CODE_MAX_RETRIES ?? String(this.opts.maxRetries ?? DEFAULT_CLAUDE_MAX_RETRIES),
+      },
+    });
   }
 
   async probe(): Promise<AgentProbe> {
     const base: AgentProbe = { name: this.name, kind: this.kind, available: false, binary: this.command };
     const env = this.childEnv();
-    const version = await captureCli(this.command, ['--version'], { env, timeoutMs: 15_000 });
+    const version = await captureCommand([this.command, '--version'], { env, timeoutMs: 15_000 });
     if (version.error || version.code !== 0) {
       return {
         ...base,
@@ -90,9 +101,9 @@ export class ClaudeAgent implements Agent {
           : `"${this.command} --version" exited with code ${version.code}`,
       };
     }
-    const parsed = /\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?/.exec(version.stdout);
+    const parsed = findVersion(version.stdout);
     const snapshot = this.home.beginRun();
-    const auth = await captureCli(this.command, ['auth', 'status', '--json'], { env, timeoutMs: 15_000 });
+    const auth = await captureCommand([this.command, 'auth', 'status', '--json'], { env, timeoutMs: 15_000 });
     this.home.endRun(snapshot);
     let login: AgentProbe['login'] = 'unknown';
     try {
@@ -102,7 +113,7 @@ export class ClaudeAgent implements Agent {
     return {
       ...base,
       available: true,
-      version: parsed?.[0] ?? version.stdout.trim().slice(0, 64),
+      version: parsed ?? version.stdout.trim().slice(0, 64),
       login,
       detail:
         login === 'missing'
@@ -248,24 +259,29 @@ function runFailure(
   result: ClaudeResult | undefined,
 ): string | undefined {
   if (outcome.spawnError) {
-    return safeError(`cannot start "${command}": ${outcome.spawnError.message}; install Claude Code or set its path`);
+    return safeText(
+      `cannot start "${command}": ${outcome.spawnError.message}; install Claude Code or set its path`,
+      MAX_ERROR_CODE_POINTS,
+    );
   }
   if (outcome.streamError)
-    return safeError(`Claude Code's output broke the framing limits: ${outcome.streamError.message}`);
+    return safeText(
+      `Claude Code's output broke the framing limits: ${outcome.streamError.message}`,
+      MAX_ERROR_CODE_POINTS,
+    );
   const lastLine = outcome.stderrTail.trim().split('\n').at(-1) ?? '';
   if (result) {
     const failure = resultFailure(result);
     if (failure === undefined) return undefined;
     // A result without its own text (e.g. an unknown --resume id) explains itself on stderr.
     const hasText = typeof result.result === 'string' && result.result.trim() !== '';
-    return safeError(!hasText && lastLine ? `${failure}: ${lastLine}` : failure);
+    return safeText(!hasText && lastLine ? `${failure}: ${lastLine}` : failure, MAX_ERROR_CODE_POINTS);
   }
   const how = outcome.exit.signal ? `signal ${outcome.exit.signal}` : `code ${outcome.exit.code}`;
-  return safeError(`Claude Code exited (${how}) without a result${lastLine ? `: ${lastLine}` : ''}`);
-}
-
-function safeError(text: string): string {
-  return cutCodePoints(redact(stripTerminalControls(text)), MAX_ERROR_CODE_POINTS);
+  return safeText(
+    `Claude Code exited (${how}) without a result${lastLine ? `: ${lastLine}` : ''}`,
+    MAX_ERROR_CODE_POINTS,
+  );
 }
 
 export function claudeHomeDir(stateDir: string, agentName: string): string {

@@ -1,6 +1,6 @@
 // The `claude` agent kind: strict config schema and factory (registered in src/agents/registry.ts).
 import { z } from 'zod';
-import type { AgentKind } from '../registry.ts';
+import type { AgentKind } from '../agent.ts';
 import { ClaudeAgent, claudeHomeDir } from './agent.ts';
 import { CLAUDE_EFFORTS } from './policy.ts';
 

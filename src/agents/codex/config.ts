@@ -14,6 +14,10 @@ export const codexModelProviderSchema = z.strictObject({
   envKey: z
     .string()
     .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/)
+    .refine(
+      (k) => !k.startsWith('BATON_'),
+      'modelProvider.envKey cannot name a BATON_* variable (none reaches a child)',
+    )
     .optional(),
   requiresOpenaiAuth: z.boolean().optional(),
   requestMaxRetries: z.number().int().min(0).max(10).optional(),

@@ -4,21 +4,15 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { renderCodexConfig } from '../../codex/config-toml.ts';
 import { mirrorAuthFile } from '../../lib/auth-mirror.ts';
 import { ensurePrivateDir, writePrivateFile } from '../../lib/private-fs.ts';
-import type { CodexAgentConfig, CodexModelProvider } from './config.ts';
+import type { CodexAgentConfig } from './config.ts';
 
 export const AUTH_FILE = 'auth.json';
 export const CONFIG_FILE = 'config.toml';
 
-/** A TOML basic string (JSON's escapes are valid TOML escapes). */
-export function tomlString(value: string): string {
-  return JSON.stringify(value);
-}
-
-export function tomlValue(value: string | number | boolean): string {
-  return typeof value === 'string' ? tomlString(value) : String(value);
-}
+export { providerTable, tomlString } from '../../codex/config-toml.ts';
 
 /**
  * The minimal config: no MCP servers, plugins/apps/hooks/sub-agents off, no update check, no history, no telemetry.
@@ -26,55 +20,37 @@ export function tomlValue(value: string | number | boolean): string {
  * repository's `.codex/config.toml`, whose MCP servers and hooks would reach the child (AG-7).
  */
 export function minimalCodexConfig(config: CodexAgentConfig, untrustedProjects: readonly string[] = []): string {
-  const lines: string[] = [];
-  if (config.model) lines.push(`model = ${tomlString(config.model)}`);
-  if (config.modelProvider) lines.push(`model_provider = ${tomlString(config.modelProvider.id)}`);
-  lines.push(
-    'approval_policy = "never"',
-    'sandbox_mode = "workspace-write"',
-    'check_for_update_on_startup = false',
-    'allow_login_shell = false',
-    '',
-    '[history]',
-    'persistence = "none"',
-    '',
-    '[analytics]',
-    'enabled = false',
-    '',
-    '[feedback]',
-    'enabled = false',
-    '',
-    '[agents]',
-    'enabled = false',
-    '',
-    '[features]',
-    'multi_agent = false',
-    'multi_agent_v2 = false',
-    'apps = false',
-    'plugins = false',
-    'hooks = false',
-    'skill_mcp_dependency_install = false',
-    'shell_snapshot = false',
-  );
-  if (config.modelProvider) lines.push('', ...providerTable(config.modelProvider));
-  for (const project of untrustedProjects)
-    lines.push('', `[projects.${tomlString(project)}]`, 'trust_level = "untrusted"');
-  return `# Written by baton for an isolated Codex run; rewritten at every start.\n${lines.join('\n')}\n`;
-}
-
-export function providerTable(p: CodexModelProvider): string[] {
-  const lines = [
-    `[model_providers.${p.id}]`,
-    `name = ${tomlString(p.name ?? p.id)}`,
-    `base_url = ${tomlString(p.baseUrl)}`,
-  ];
-  lines.push(`wire_api = ${tomlString(p.wireApi ?? 'responses')}`);
-  if (p.envKey) lines.push(`env_key = ${tomlString(p.envKey)}`);
-  if (p.requiresOpenaiAuth !== undefined) lines.push(`requires_openai_auth = ${p.requiresOpenaiAuth}`);
-  if (p.requestMaxRetries !== undefined) lines.push(`request_max_retries = ${p.requestMaxRetries}`);
-  if (p.streamMaxRetries !== undefined) lines.push(`stream_max_retries = ${p.streamMaxRetries}`);
-  if (p.streamIdleTimeoutMs !== undefined) lines.push(`stream_idle_timeout_ms = ${p.streamIdleTimeoutMs}`);
-  return lines;
+  return renderCodexConfig({
+    comment: 'Written by baton for an isolated Codex run; rewritten at every start.',
+    top: [
+      config.model ? ['model', config.model] : undefined,
+      config.modelProvider ? ['model_provider', config.modelProvider.id] : undefined,
+      ['approval_policy', 'never'],
+      ['sandbox_mode', 'workspace-write'],
+      ['check_for_update_on_startup', false],
+      ['allow_login_shell', false],
+    ],
+    tables: [
+      ['history', [['persistence', 'none']]],
+      ['analytics', [['enabled', false]]],
+      ['feedback', [['enabled', false]]],
+      ['agents', [['enabled', false]]],
+      [
+        'features',
+        [
+          ['multi_agent', false],
+          ['multi_agent_v2', false],
+          ['apps', false],
+          ['plugins', false],
+          ['hooks', false],
+          ['skill_mcp_dependency_install', false],
+          ['shell_snapshot', false],
+        ],
+      ],
+    ],
+    provider: config.modelProvider,
+    untrustedProjects,
+  });
 }
 
 /** Untrusted project paths are kept across rewrites, so one session never drops another's (the home is shared). */

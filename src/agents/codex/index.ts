@@ -1,5 +1,5 @@
 // The `codex` agent kind: config schema + factory, registered in src/agents/registry.ts.
-import type { AgentKind } from '../registry.ts';
+import type { AgentKind } from '../agent.ts';
 import { createCodexAgent } from './adapter.ts';
 import { codexAgentConfigSchema } from './config.ts';
 

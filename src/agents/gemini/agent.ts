@@ -2,12 +2,20 @@
 // with `--sandbox`. Where the sandbox cannot start, the run fails with the CLI's own reason; nothing falls back to an
 // unsandboxed run. The operator may pick the sandbox mode for the whole server (GEMINI_SANDBOX_MODES). Hub delegation
 // uses Gemini's ACP mode through the ACP adapter; this adapter is the provider's path and a plain one-shot agent.
-import { MAX_RESULT_BYTES } from '../../core/paging.ts';
+import { captureCommand } from '../../lib/capture.ts';
+import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
-import { redact } from '../../lib/redact.ts';
-import { cutCodePoints, stripTerminalControls } from '../../lib/text.ts';
-import type { Agent, AgentEvent, AgentProbe, AgentSession, OpenSessionOptions, TurnOptions } from '../agent.ts';
-import { type CliOutcome, captureCli, runCli } from '../cli-process.ts';
+import { safeText } from '../../lib/redact.ts';
+import {
+  type Agent,
+  type AgentEvent,
+  type AgentProbe,
+  type AgentSession,
+  MAX_RESULT_BYTES,
+  type OpenSessionOptions,
+  type TurnOptions,
+} from '../agent.ts';
+import { type CliOutcome, runCli } from '../cli-process.ts';
 import { canonicalGeminiDir, GeminiHome } from './home.ts';
 
 /**
@@ -63,17 +71,18 @@ export class GeminiAgent implements Agent {
     return this.opts.sandboxMode ?? 'auto';
   }
 
-  childEnv(): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = { ...(this.opts.env ?? process.env) };
-    for (const key of Object.keys(env)) if (key.startsWith('BATON_')) delete env[key];
-    // The environment must never switch the sandbox off behind the flag's back (GEMINI_SANDBOX=false wins over it).
-    delete env.GEMINI_SANDBOX;
-    delete env.SANDBOX;
+  childEnv(): Record<string, string> {
+    // GEMINI_SANDBOX and SANDBOX never come from the environment: GEMINI_SANDBOX=false would switch the sandbox off
+    // behind the flag's back. Only the operator's mode sets them.
     const mode = this.sandboxMode;
-    if (mode === 'external') env.SANDBOX = EXTERNAL_SANDBOX_MARKER;
-    else if (mode !== 'auto') env.GEMINI_SANDBOX = mode;
-    env.GEMINI_CLI_HOME = this.home.dir;
-    return env;
+    return childEnv('gemini', {
+      parent: this.opts.env ?? process.env,
+      set: {
+        ...(mode === 'external' ? { SANDBOX: EXTERNAL_SANDBOX_MARKER } : {}),
+        ...(mode !== 'auto' && mode !== 'external' ? { GEMINI_SANDBOX: mode } : {}),
+        GEMINI_CLI_HOME: this.home.dir,
+      },
+    });
   }
 
   args(): string[] {
@@ -96,7 +105,10 @@ export class GeminiAgent implements Agent {
   async probe(): Promise<AgentProbe> {
     const [command, ...prefix] = this.argvPrefix;
     const base: AgentProbe = { name: this.name, kind: this.kind, available: false, binary: this.argvPrefix.join(' ') };
-    const version = await captureCli(command!, [...prefix, '--version'], { env: this.childEnv(), timeoutMs: 20_000 });
+    const version = await captureCommand([command!, ...prefix, '--version'], {
+      env: this.childEnv(),
+      timeoutMs: 20_000,
+    });
     if (version.error || version.code !== 0) {
       return {
         ...base,
@@ -163,21 +175,28 @@ function interpret(command: string, mode: GeminiSandboxMode, outcome: CliOutcome
   if (outcome.spawnError) {
     return {
       ok: false,
-      error: safe(`cannot start "${command}": ${outcome.spawnError.message}; install the Gemini CLI`),
+      error: safeText(
+        `cannot start "${command}": ${outcome.spawnError.message}; install the Gemini CLI`,
+        MAX_ERROR_CODE_POINTS,
+      ),
     };
   }
   if (outcome.streamError)
-    return { ok: false, error: safe(`Gemini's output was too large: ${outcome.streamError.message}`) };
+    return {
+      ok: false,
+      error: safeText(`Gemini's output was too large: ${outcome.streamError.message}`, MAX_ERROR_CODE_POINTS),
+    };
   const sandboxReason = /FatalSandboxError: ([^\n]+)/.exec(outcome.stderrTail)?.[1];
   if (sandboxReason) {
     return {
       ok: false,
       sandboxFailure: true,
-      error: safe(
+      error: safeText(
         `Gemini's sandbox could not start (sandbox mode "${mode}"): ${sandboxReason} Gemini always runs sandboxed ` +
           'here and never falls back to running without one: make the sandbox runtime available (e.g. a running ' +
           'Docker daemon with the Gemini sandbox image), or have the operator choose another mode with ' +
           '--gemini-sandbox when starting the server.',
+        MAX_ERROR_CODE_POINTS,
       ),
     };
   }
@@ -195,10 +214,16 @@ function interpret(command: string, mode: GeminiSandboxMode, outcome: CliOutcome
   }
   const err = parsed?.error as { message?: unknown } | undefined;
   if (err && typeof err.message === 'string')
-    return { ok: false, error: safe(`Gemini reported an error: ${err.message}`) };
+    return { ok: false, error: safeText(`Gemini reported an error: ${err.message}`, MAX_ERROR_CODE_POINTS) };
   const lastLine = outcome.stderrTail.trim().split('\n').at(-1) ?? '';
   const how = outcome.exit.signal ? `signal ${outcome.exit.signal}` : `code ${outcome.exit.code}`;
-  return { ok: false, error: safe(`Gemini exited (${how}) without an answer${lastLine ? `: ${lastLine}` : ''}`) };
+  return {
+    ok: false,
+    error: safeText(
+      `Gemini exited (${how}) without an answer${lastLine ? `: ${lastLine}` : ''}`,
+      MAX_ERROR_CODE_POINTS,
+    ),
+  };
 }
 
 function parseJsonObject(text: string): Record<string, unknown> | undefined {
@@ -214,8 +239,4 @@ function parseJsonObject(text: string): Record<string, unknown> | undefined {
 function parseTrailingJsonObject(text: string): Record<string, unknown> | undefined {
   const start = text.lastIndexOf('\n{');
   return start === -1 ? parseJsonObject(text.trim()) : parseJsonObject(text.slice(start + 1));
-}
-
-function safe(text: string): string {
-  return cutCodePoints(redact(stripTerminalControls(text)), MAX_ERROR_CODE_POINTS);
 }

@@ -6,12 +6,13 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { type AuthMirror, mirrorAuthFile } from '../../lib/auth-mirror.ts';
-import { readLines } from '../../lib/jsonl.ts';
+import { captureCommand } from '../../lib/capture.ts';
+import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
 import { ensurePrivateDir, writePrivateFile } from '../../lib/private-fs.ts';
-import { spawnGroup } from '../../lib/process-group.ts';
 import { redactError } from '../../lib/redact.ts';
 import { statusLine } from '../../lib/text.ts';
+import { findVersion } from '../../lib/version.ts';
 import type {
   Agent,
   AgentContext,
@@ -30,7 +31,6 @@ export const DEFAULT_CANCEL_GRACE_MS = 5_000;
 const VERSION_PROBE_TIMEOUT_MS = 15_000;
 const MODEL_PATTERN = /^[^/\s]+\/\S+$/;
 const PERMISSION_DENIED_MESSAGE = 'baton runs this task unattended and denies permission requests; continue without it';
-const VERSION_PATTERN = /\b\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?\b/;
 
 export const openCodeConfigSchema = z.strictObject({
   /** The opencode binary (default `opencode` on PATH). */
@@ -60,6 +60,14 @@ const QUIET_ENV = {
   OPENCODE_DISABLE_CLAUDE_CODE: '1',
   OPENCODE_DISABLE_EXTERNAL_SKILLS: '1',
 };
+
+/** The environment of a server baton starts: the shared child allowlist, the private dirs, the quiet switches, config env. */
+export function openCodeServerEnv(
+  dirs: Record<string, string>,
+  configEnv: Record<string, string> | undefined,
+): Record<string, string> {
+  return childEnv('opencode', { set: { ...dirs, ...QUIET_ENV, ...configEnv } });
+}
 
 export class OpenCodeAgent implements Agent {
   readonly kind = 'opencode';
@@ -180,10 +188,7 @@ export class OpenCodeAgent implements Agent {
       join(ensurePrivateDir(join(dirs.XDG_CONFIG_HOME, 'opencode')), 'opencode.json'),
       JSON.stringify(config),
     );
-    const env: NodeJS.ProcessEnv = {};
-    for (const [k, v] of Object.entries(process.env))
-      if (!k.startsWith('BATON_') && !k.startsWith('OPENCODE_')) env[k] = v;
-    return { env: { ...env, ...dirs, ...QUIET_ENV, ...this.config.env }, auth };
+    return { env: openCodeServerEnv(dirs, this.config.env), auth };
   }
 }
 
@@ -396,24 +401,12 @@ async function raceTimeout<T>(p: Promise<T>, ms: number | undefined): Promise<T 
 }
 
 async function binaryVersion(binary: string): Promise<string> {
-  const group = spawnGroup(binary, ['--version'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let spawnError: Error | undefined;
-  group.child.once('error', (err) => {
-    spawnError = err;
+  const out = await captureCommand([binary, '--version'], {
+    env: childEnv('opencode'),
+    timeoutMs: VERSION_PROBE_TIMEOUT_MS,
   });
-  readLines(group.child.stdout!, {
-    maxLineBytes: 4096,
-    onLine: (l) => {
-      out += `${l.toString('utf8')}\n`;
-    },
-    onError: () => {},
-  });
-  const timer = setTimeout(() => void group.stop(1_000), VERSION_PROBE_TIMEOUT_MS);
-  const exit = await group.exited;
-  clearTimeout(timer);
-  if (spawnError) throw new Error(`binary "${binary}" could not be started: ${spawnError.message}`);
-  const m = VERSION_PATTERN.exec(out);
-  if (exit.code !== 0 || !m) throw new Error(`"${binary} --version" did not report a version`);
-  return m[0];
+  if (out.error) throw new Error(`binary "${binary}" could not be started: ${out.error.message}`);
+  const version = findVersion(out.stdout);
+  if (out.code !== 0 || !version) throw new Error(`"${binary} --version" did not report a version`);
+  return version;
 }

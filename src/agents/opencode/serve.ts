@@ -1,8 +1,8 @@
 // Starts and stops an `opencode serve` that baton owns (AG-3, AG-9): bound to 127.0.0.1 on a port the OS picks,
 // protected by a random password, in its own process group.
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { readLines } from '../../lib/jsonl.ts';
+import { pickFreeLoopbackPort } from '../../lib/net.ts';
 import { type ChildGroup, spawnGroup } from '../../lib/process-group.ts';
 import { redact, registerSecret } from '../../lib/redact.ts';
 import { OpenCodeClient } from './client.ts';
@@ -46,7 +46,7 @@ export async function startOpenCodeServer(opts: StartOpenCodeServerOptions): Pro
   let lastError: unknown;
   for (let attempt = 0; attempt < START_ATTEMPTS; attempt++) {
     try {
-      return await startOnce(opts, await pickFreePort());
+      return await startOnce(opts, await pickFreeLoopbackPort());
     } catch (err) {
       lastError = err;
       if (opts.signal?.aborted || !(err instanceof EarlyExitError)) break;
@@ -58,18 +58,8 @@ export async function startOpenCodeServer(opts: StartOpenCodeServerOptions): Pro
 class EarlyExitError extends Error {}
 
 // `--port 0` makes opencode fall back to its fixed default port (4096), which collides with any other server, so the
-// OS picks a free port here and opencode binds it a moment later; a lost race shows as an early exit and is retried.
-function pickFreePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
-}
+// OS picks a free port (pickFreeLoopbackPort) and opencode binds it a moment later; a lost race shows as an early exit
+// and is retried.
 
 async function startOnce(opts: StartOpenCodeServerOptions, port: number): Promise<StartedOpenCodeServer> {
   const username = 'opencode';

@@ -3,6 +3,7 @@
 // turn/start with its notifications, and turn/interrupt for a timed-out turn. Sends to one thread are sequenced; when
 // a timed-out turn cannot be shown to have stopped, the socket is closed rather than risk overlapping turns.
 import { CodexAppServerClient, type CodexServerRequest } from '../../codex/app-server-client.ts';
+import { codexDecline } from '../../codex/declines.ts';
 import type { Thread } from '../../generated/codex/v2/Thread.ts';
 import type { ThreadItem } from '../../generated/codex/v2/ThreadItem.ts';
 import type { ThreadListParams } from '../../generated/codex/v2/ThreadListParams.ts';
@@ -42,16 +43,6 @@ export const MAX_READ_MESSAGES = 100;
 /** Another client that supplied the login tokens answers this; any reply from us would race it. */
 export const IGNORED_SERVER_REQUESTS = ['account/chatgptAuthTokens/refresh'] as const;
 const METHOD_NOT_SUPPORTED = -32601;
-
-/** The answer that declines each approval or elicitation request (never a grant). */
-const DECLINES: Record<string, unknown> = {
-  'item/commandExecution/requestApproval': { decision: 'decline' },
-  'item/fileChange/requestApproval': { decision: 'decline' },
-  'item/permissions/requestApproval': { permissions: {}, scope: 'turn' },
-  'mcpServer/elicitation/request': { action: 'decline', content: null, _meta: null },
-  execCommandApproval: { decision: 'denied' },
-  applyPatchApproval: { decision: 'denied' },
-};
 
 export const connectCodex: HarnessConnector = async (req: ConnectRequest) => {
   const connection = new CodexConnection(req);
@@ -323,10 +314,10 @@ class CodexConnection implements HarnessConnection {
     }
   }
 
-  /** Approvals and elicitations are declined; everything else gets method-not-supported, never silence. */
+  /** What the shared table declines is declined; everything else gets method-not-supported, never silence. */
   private onServerRequest(request: CodexServerRequest): void {
-    const decline = DECLINES[request.method];
-    if (decline) this.client.respond(request.id, decline);
+    const decline = codexDecline(request.method);
+    if (decline) this.client.respond(request.id, decline.answer);
     else this.client.rejectRequest(request.id, METHOD_NOT_SUPPORTED, `baton attach does not support ${request.method}`);
   }
 

@@ -1,5 +1,5 @@
 // Errors the attach face shows a caller: always redacted (AT-4, SE-1), whatever produced them.
-import { redact } from '../../lib/redact.ts';
+import { redact, redactedError as redactAnyError } from '../../lib/redact.ts';
 
 export class AttachError extends Error {
   constructor(message: string) {
@@ -8,15 +8,9 @@ export class AttachError extends Error {
   }
 }
 
-/** A copy of `err` whose message (and nested messages) carry no registered secret. */
+/** A copy of `err` whose message (and nested messages) carry no registered secret; an AttachError already is one. */
 export function redactedError(err: unknown): Error {
-  if (err instanceof AttachError) return err;
-  if (err instanceof AggregateError) {
-    return new AggregateError(err.errors.map(redactedError), redact(err.message));
-  }
-  const e = new Error(redact(err instanceof Error ? err.message : String(err)));
-  if (err instanceof Error) e.name = err.name;
-  return e;
+  return err instanceof AttachError ? err : redactAnyError(err);
 }
 
 export async function withRedaction<T>(fn: () => Promise<T>): Promise<T> {

@@ -11,7 +11,7 @@ import {
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { redact } from '../../lib/redact.ts';
+import { redact, redactDeep } from '../../lib/redact.ts';
 import { describeIssues } from '../mcp-tools.ts';
 import { MAX_SERVER_URL_LENGTH } from './allowlist.ts';
 import { type ConnectionRegistry, HARNESSES, MAX_DIRECTORY_LENGTH } from './connections.ts';
@@ -129,18 +129,10 @@ type Handler = (args: never, signal: AbortSignal) => Promise<unknown>;
 
 function ok(value: unknown): CallToolResult {
   // Chat text comes from the harness and may quote anything: every string is redacted, in both representations.
-  const structured = redactStrings(
+  const structured = redactDeep(
     typeof value === 'object' && value !== null && !Array.isArray(value) ? value : { result: value },
   ) as Record<string, unknown>;
   return { content: [{ type: 'text', text: JSON.stringify(structured, null, 2) }], structuredContent: structured };
-}
-
-function redactStrings(value: unknown): unknown {
-  if (typeof value === 'string') return redact(value);
-  if (Array.isArray(value)) return value.map(redactStrings);
-  if (typeof value === 'object' && value !== null)
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactStrings(v)]));
-  return value;
 }
 
 function fail(err: unknown): CallToolResult {

@@ -22,6 +22,7 @@ import {
 import { DaemonLease } from '../../core/lease.ts';
 import { Store } from '../../core/store.ts';
 import { createLogger, type Logger, type LogLevel } from '../../lib/log.ts';
+import { readBodyText } from '../../lib/net.ts';
 import { ensurePrivateDir } from '../../lib/private-fs.ts';
 import { redactError } from '../../lib/redact.ts';
 import { BATON_VERSION } from '../../version.ts';
@@ -349,11 +350,11 @@ export class Hub {
 
     let body: unknown;
     if (req.method === 'POST') {
-      const read = await readBody(req);
-      if (read.tooLarge)
+      const text = await readBodyText(req, MAX_BODY_BYTES);
+      if (text === null)
         return sendJson(res, 413, jsonRpcError(-32600, `request body exceeds ${MAX_BODY_BYTES} bytes`));
       try {
-        body = JSON.parse(read.text);
+        body = JSON.parse(text);
       } catch {
         return sendJson(res, 400, jsonRpcError(-32700, 'parse error: the body is not JSON'));
       }
@@ -455,20 +456,6 @@ function sendJson(res: ServerResponse, status: number, value: unknown): void {
 
 function jsonRpcError(code: number, message: string) {
   return { jsonrpc: '2.0', id: null, error: { code, message } };
-}
-
-async function readBody(req: IncomingMessage): Promise<{ text: string; tooLarge: boolean }> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) {
-      req.resume();
-      return { text: '', tooLarge: true };
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return { text: Buffer.concat(chunks).toString('utf8'), tooLarge: false };
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {

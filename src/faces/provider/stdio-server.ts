@@ -7,7 +7,7 @@ import { type CallToolResult, McpError } from '@modelcontextprotocol/sdk/types.j
 import type { z } from 'zod';
 import type { Logger } from '../../lib/log.ts';
 import { DEFAULT_STOP_GRACE_MS, stopGroup } from '../../lib/process-group.ts';
-import { redact } from '../../lib/redact.ts';
+import { redactError } from '../../lib/redact.ts';
 import { serveTools, type ToolDef, type ToolExtra, toolError } from '../mcp-tools.ts';
 
 /** Largest JSON-RPC frame accepted from the client (SE-5). */
@@ -90,7 +90,7 @@ export async function serveProviderStdio(opts: ProviderServerOptions): Promise<v
       });
     } catch (err) {
       if (err instanceof McpError) throw err;
-      const message = redact(err instanceof Error ? err.message : String(err));
+      const message = redactError(err);
       if (!(err instanceof ToolFailure)) {
         opts.logger.error('tool failed unexpectedly', { tool: tool.name, error: message });
       }

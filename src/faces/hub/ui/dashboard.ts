@@ -7,13 +7,16 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   type Engine,
   EngineError,
+  type ListView,
   MAX_EVENT_PAGE,
   MAX_LIST_PAGE,
   MAX_WAIT_MS,
   OPERATOR,
+  type StatusView,
 } from '../../../core/engine.ts';
 import { isTerminal, type TaskEvent } from '../../../core/task.ts';
 import type { Logger } from '../../../lib/log.ts';
+import { readBodyText } from '../../../lib/net.ts';
 import { redactError } from '../../../lib/redact.ts';
 import { eventLine, type GitSnapshotView, gitChanges, gitLine, gitStatusWord } from './format.ts';
 
@@ -34,33 +37,8 @@ export interface DashboardOptions {
   logger: Logger;
 }
 
-interface TaskSummary {
-  taskId: string;
-  caller?: string;
-  agent: string;
-  state: string;
-  round: number;
-  updatedAt: string;
-  cwd: string;
-  workdir: string;
-  isolation: string;
-  sessionId: string | null;
-  createdAt: string;
-  error: string | null;
-  result: { chars: number; preview: string } | null;
-}
-
-interface RoundSummary {
-  n: number;
-  state: string;
-  startedAt: string | null;
-  endedAt: string | null;
-  error: string | null;
-  abandoned: boolean;
-  resultChars: number | null;
-  gitBefore: unknown;
-  gitAfter: unknown;
-}
+/** One round as the engine's status view reports it. */
+type RoundView = StatusView['rounds'][number];
 
 export class Dashboard {
   private readonly opts: DashboardOptions;
@@ -120,7 +98,7 @@ export class Dashboard {
     if (!type.startsWith('application/x-www-form-urlencoded')) {
       return sendHtml(res, 415, loginPage('Send the login form.'));
     }
-    const body = await readSmallBody(req, MAX_LOGIN_BODY_BYTES);
+    const body = await readBodyText(req, MAX_LOGIN_BODY_BYTES);
     const token = body === null ? '' : (new URLSearchParams(body).get('token') ?? '');
     if (!token || !this.opts.tokenMatches(token)) {
       this.opts.logger.warn('dashboard login refused');
@@ -157,9 +135,9 @@ export class Dashboard {
   // ------------------------------------------------------------ pages
 
   private listPage(res: ServerResponse, cursor: string | undefined): void {
-    let list: { tasks: TaskSummary[]; nextCursor: string | null };
+    let list: ListView;
     try {
-      list = this.opts.engine.list(OPERATOR, cursor, MAX_LIST_PAGE) as unknown as typeof list;
+      list = this.opts.engine.list(OPERATOR, cursor, MAX_LIST_PAGE);
     } catch (err) {
       sendHtml(res, 400, page('Tasks', `<p>${esc(redactError(err))}. <a href="/ui">Start over</a></p>`));
       return;
@@ -182,11 +160,11 @@ export class Dashboard {
   }
 
   private taskPage(res: ServerResponse, id: string): void {
-    const status = this.opts.engine.status(OPERATOR, id, 0, MAX_EVENT_PAGE);
-    const t = status as unknown as TaskSummary;
-    const rounds = status.rounds as RoundSummary[];
+    const t = this.opts.engine.status(OPERATOR, id, 0, MAX_EVENT_PAGE);
+    const rounds = t.rounds;
+    // The operator's view names the task's caller (an extra key of the view).
     const facts: [string, string | number | null][] = [
-      ['caller', t.caller ?? ''],
+      ['caller', typeof t.caller === 'string' ? t.caller : ''],
       ['agent', t.agent],
       ['state', t.state],
       ['round', t.round],
@@ -203,13 +181,13 @@ export class Dashboard {
       .filter(([, v]) => v !== null && v !== '')
       .map(([k, v]) => `<dt>${k}</dt><dd${k === 'state' ? ' id="state"' : ''}>${esc(v)}</dd>`)
       .join('');
-    const events = status.events.map((ev) => eventItem(ev, false)).join('');
-    const live = isTerminal(status.state) && !status.hasMore ? '' : liveScript;
+    const events = t.events.map((ev) => eventItem(ev, false)).join('');
+    const live = isTerminal(t.state) && !t.hasMore ? '' : liveScript;
     const body =
       `<p><a href="/ui">All tasks</a></p><h1>Task ${esc(t.taskId)}</h1><dl>${dl}</dl>` +
       `<h2>Rounds</h2>${rounds.map(roundSection).join('')}` +
       `<h2>Events</h2><p id="stream">${live ? 'following live events…' : 'the task has ended'}</p>` +
-      `<ol id="events" data-after="${status.nextCursor}">${events}</ol>`;
+      `<ol id="events" data-after="${t.nextCursor}">${events}</ol>`;
     sendHtml(res, 200, page(`Task ${t.taskId}`, body, { logout: true, script: live }));
   }
 
@@ -252,7 +230,7 @@ export class Dashboard {
 
 // ------------------------------------------------------------ rendering
 
-function roundSection(r: RoundSummary): string {
+function roundSection(r: RoundView): string {
   const facts = [
     `state ${esc(r.state)}${r.abandoned ? ' (abandoned)' : ''}`,
     r.startedAt ? `started ${esc(r.startedAt)}` : 'not started',
@@ -398,18 +376,4 @@ function cookieValue(header: string | undefined, name: string): string | undefin
     if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
   }
   return undefined;
-}
-
-async function readSmallBody(req: IncomingMessage, max: number): Promise<string | null> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > max) {
-      req.resume();
-      return null;
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }

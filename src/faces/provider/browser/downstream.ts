@@ -1,7 +1,6 @@
 // The local chrome-devtools-mcp baton proxies to: how it is found, how it is started, and the loopback facts around it.
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -79,19 +78,6 @@ export function downstreamArgs(browserUrl: string, allowedUrlPatterns: readonly 
   const args = ['--browserUrl', browserUrl, '--no-page-id-routing'];
   for (const pattern of allowedUrlPatterns) args.push('--allowedUrlPattern', pattern);
   return args;
-}
-
-/** A loopback port that was free a moment ago; a later bind race is the helper's exit 75. */
-export function pickFreeLoopbackPort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => (port ? resolvePort(port) : reject(new Error('could not pick a free loopback port'))));
-    });
-  });
 }
 
 const BROWSER_PROBE_TIMEOUT_MS = 3_000;

@@ -1,0 +1,78 @@
+// AG-6 for Codex: `codex --version`, `codex login status` and an app-server initialize; no thread, no inference.
+import { CodexAppServerClient } from '../../codex/app-server-client.ts';
+import { parseCodexVersion } from '../../codex/version.ts';
+import { captureCommand } from '../../lib/capture.ts';
+import type { ChildGroup } from '../../lib/process-group.ts';
+import { redact } from '../../lib/redact.ts';
+import type { AgentProbe } from '../agent.ts';
+import type { CodexAgentConfig } from './config.ts';
+import { codexChildEnv, codexCommand } from './env.ts';
+import { CODEX_CLIENT_INFO, EXIT_ON_EOF_GRACE_MS } from './session.ts';
+
+/** Deadline of each probe command (`--version`, `login status`). */
+const PROBE_COMMAND_TIMEOUT_MS = 20_000;
+
+export interface CodexProbeOptions {
+  name: string;
+  config: CodexAgentConfig;
+  /** The isolated home the probe runs in (its auth.json decides `login status`). */
+  homeDir: string;
+  initializeTimeoutMs: number;
+  /** Starts `codex app-server` in the home (the same way a session does). */
+  spawnAppServer: () => ChildGroup;
+}
+
+export async function probeCodex(opts: CodexProbeOptions): Promise<AgentProbe> {
+  const { config } = opts;
+  const { file, args } = codexCommand(config);
+  const base = { name: opts.name, kind: 'codex', binary: file };
+  const run = (more: string[]) =>
+    captureCommand([file, ...args, ...more], {
+      env: codexChildEnv(config, opts.homeDir),
+      timeoutMs: PROBE_COMMAND_TIMEOUT_MS,
+    });
+  const version = await run(['--version']);
+  if (version.error || version.code !== 0) {
+    return {
+      ...base,
+      available: false,
+      detail: `could not run ${file} --version: ${version.error?.message ?? `exit code ${version.code}`}`,
+    };
+  }
+  const versionText = version.stdout.trim().replace(/^codex-cli\s+/, '');
+  const parsed = parseCodexVersion(versionText);
+  const login = await run(['login', 'status']);
+  const loginState = login.code === 0 ? 'ok' : login.code === 1 ? 'missing' : 'unknown';
+  const details: string[] = [];
+  if (!parsed) details.push(`unreadable version output`);
+  if (loginState === 'missing') {
+    details.push(
+      config.modelProvider && config.modelProvider.requiresOpenaiAuth === false
+        ? 'no Codex login (not needed by the configured model provider)'
+        : 'not logged in: run `codex login`',
+    );
+  }
+  const group = opts.spawnAppServer();
+  const client = new CodexAppServerClient({
+    transport: { type: 'stdio', readable: group.child.stdout!, writable: group.child.stdin! },
+    clientInfo: CODEX_CLIENT_INFO,
+    initializeTimeoutMs: opts.initializeTimeoutMs,
+  });
+  let available = true;
+  try {
+    await client.connect();
+  } catch (err) {
+    available = false;
+    details.push(`app-server did not initialize: ${redact((err as Error).message)}`);
+  } finally {
+    client.close();
+    await group.stop(EXIT_ON_EOF_GRACE_MS);
+  }
+  return {
+    ...base,
+    available,
+    version: parsed?.text ?? (versionText.slice(0, 64) || undefined),
+    login: loginState,
+    ...(details.length ? { detail: details.join('; ') } : {}),
+  };
+}
