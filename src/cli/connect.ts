@@ -17,8 +17,8 @@ import {
   shellQuote,
 } from '../faces/hub/clients.ts';
 import { findOnPath, loadConfig } from '../faces/hub/config.ts';
-import { locateConfig } from '../faces/hub/locate.ts';
 import { connectionsDir, tokenEnvName } from '../faces/hub/examples.ts';
+import { locateConfig } from '../faces/hub/locate.ts';
 import { PROVIDERS } from '../faces/provider/index.ts';
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
