@@ -68,8 +68,8 @@ test('ready line, the eight tools, strict curated schemas', async () => {
   }
   const codex = byName.get('codex')!;
   assert.deepEqual(codex.required, ['prompt', 'sandbox']);
-  assert.deepEqual(codex.properties.model.enum, [MOCK_MODEL, OTHER_MODEL]);
-  assert.deepEqual(codex.properties.model_reasoning_effort.enum, ['medium', 'high', 'xhigh', 'max']);
+  assert.deepEqual(codex.properties.model!.enum, [MOCK_MODEL, OTHER_MODEL]);
+  assert.deepEqual(codex.properties.model_reasoning_effort!.enum, ['medium', 'high', 'xhigh', 'max']);
   assert.deepEqual(Object.keys(byName.get('codex-reply')!.properties).sort(), ['goal', 'prompt', 'threadId']);
 });
 
