@@ -20,7 +20,7 @@ import {
   userTexts,
 } from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
-import { bins, REPO_ROOT } from '../support/bins.ts';
+import { bins, NODE_CACHE_ENV, REPO_ROOT } from '../support/bins.ts';
 import { until } from '../support/poll.ts';
 import {
   type Connected,
@@ -259,7 +259,7 @@ test('every native frame but tools/list passes byte-for-byte (shim: tee)', async
       ],
       {
         cwd: dir.launchDir,
-        env: { PATH: process.env.PATH, HOME: dir.home, CODEX_HOME: dir.userHome },
+        env: { PATH: process.env.PATH, ...NODE_CACHE_ENV, HOME: dir.home, CODEX_HOME: dir.userHome },
         stdio: ['pipe', 'pipe', 'ignore'],
       },
     );
