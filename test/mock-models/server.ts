@@ -131,4 +131,8 @@ export class Script<Step> {
   next(): Step {
     return this.steps.shift() ?? this.fallback;
   }
+  /** Drops the steps nobody asked for, so they cannot answer a later test's request. */
+  clear(): void {
+    this.steps.length = 0;
+  }
 }

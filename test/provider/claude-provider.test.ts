@@ -139,6 +139,8 @@ test('claude_code: a caller may shorten the bound with timeout_ms', async () => 
   mock.push({ kind: 'stall', gate, text: 'slow' });
   const res = await call('claude_code', { prompt: 'slow one', timeout_ms: 2_000 });
   gate.open();
+  // On a loaded machine Claude may be stopped before it ever asks the model; its step must not answer the next test.
+  mock.script.clear();
   assert.equal(res.isError, true);
   assert.match(textOf(res), /did not finish within 2 s/);
 });
