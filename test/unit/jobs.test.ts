@@ -1,6 +1,5 @@
 // Unit tests of the job table with a FAKE agent (a scripted in-process Agent): limits, cursors, paging, deadlines and
 // cancellation without spawning anything. The real agents are exercised through it in test/provider/.
-
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Agent, AgentEvent, AgentSession, OpenSessionOptions } from '../../src/agents/agent.ts';
