@@ -303,7 +303,7 @@ function toTask(r: Row): TaskRow {
 }
 
 function toRound(r: Row): RoundRow {
-  const json = (v: SQLInputValue) => (v === null || v === undefined ? null : JSON.parse(String(v)));
+  const json = (v: SQLInputValue | undefined) => (v === null || v === undefined ? null : JSON.parse(String(v)));
   return {
     taskId: String(r.task_id),
     n: Number(r.n),

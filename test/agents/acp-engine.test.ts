@@ -10,6 +10,7 @@ import { createAgent } from '../../src/agents/registry.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { ensurePrivateDir } from '../../src/lib/private-fs.ts';
 import { engineFor, settle } from '../support/engine.ts';
+import { until } from '../support/poll.ts';
 import { SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
 
 const CALLER = 'tester';
@@ -111,9 +112,7 @@ test('engine + ACP agent: run, continue in a fresh process, cancel acknowledged,
 
 /** Bounded poll on the agent's record file (it has no event to await from here). */
 async function waitForRecord(records: () => Record<string, unknown>[], event: string, count: number): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (records().filter((r) => r.event === event).length < count) {
-    if (Date.now() > deadline) assert.fail(`the agent never recorded "${event}"`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await until(() => records().filter((r) => r.event === event).length >= count, {
+    what: `the agent to record "${event}" ${count} time(s)`,
+  });
 }

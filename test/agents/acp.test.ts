@@ -9,6 +9,7 @@ import { createAgent } from '../../src/agents/registry.ts';
 import { DEFAULT_MAX_LINE_BYTES } from '../../src/lib/jsonl.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { isGroupAlive } from '../../src/lib/process-group.ts';
+import { until } from '../support/poll.ts';
 import { SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 import { runTurn } from './acp-support.ts';
@@ -70,14 +71,6 @@ async function open(
   });
   t.after(() => session.close());
   return { session, pgids };
-}
-
-async function until(condition: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 function pidAlive(pid: number): boolean {
@@ -314,7 +307,7 @@ describe('ACP adapter with the scripted test agent', () => {
     assert.equal(end.outcome, 'failed');
     assert.match(end.error ?? '', /exceeds the 4194304-byte limit; the agent was stopped/);
     // The process is stopped without waiting for close(); a group that is not our child has no exit event to await.
-    await until(() => !isGroupAlive(pgids[0]!), 'the agent group is stopped after an oversized frame');
+    await until(() => !isGroupAlive(pgids[0]!), { what: 'the agent group to stop after an oversized frame' });
     assert.match((await runTurn(session, 'more?')).end.error ?? '', /no longer running/);
   });
 

@@ -12,7 +12,7 @@ import { CodexAppServerClient } from '../../src/codex/app-server-client.ts';
 import { codexFixture, NotificationLog, startAppServer, startResponsesMock } from '../codex/support.ts';
 import { escalatedShellCall, functionOutputs, reply, stalledReply } from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
-import { REPO_ROOT } from '../support/bins.ts';
+import { NODE_CACHE_ENV, REPO_ROOT } from '../support/bins.ts';
 
 const TOKEN = 'planted-codex-remote-token-ab12cd34ef';
 
@@ -48,6 +48,7 @@ test('baton attach against a real codex app-server over WebSocket', async (t) =>
     args: [join(REPO_ROOT, 'bin', 'baton.js'), 'attach'],
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
+      ...NODE_CACHE_ENV,
       HOME: fixture.dir,
       CROSSHARNESS_ALLOWED_SERVER_URLS: url,
       CODEX_REMOTE_TOKEN: TOKEN,

@@ -12,7 +12,7 @@ import { type StartedOpenCodeServer, startOpenCodeServer } from '../../src/agent
 import { ConnectionRegistry } from '../../src/faces/attach/connections.ts';
 import { type ChatMock, opencodeEnv, startChatMock } from '../mock-models/chat-completions.ts';
 import { Gate } from '../mock-models/server.ts';
-import { bins, REPO_ROOT } from '../support/bins.ts';
+import { bins, NODE_CACHE_ENV, REPO_ROOT } from '../support/bins.ts';
 
 const PLANTED_CODEX_TOKEN = 'planted-codex-remote-token-4c1e9a';
 
@@ -74,6 +74,7 @@ describe('baton attach against a real opencode serve', () => {
       args: [join(REPO_ROOT, 'bin', 'baton.js'), 'attach'],
       env: {
         PATH: process.env.PATH ?? '/usr/bin:/bin',
+        ...NODE_CACHE_ENV,
         HOME: root,
         BATON_ALLOWED_SERVER_URLS: `${opencode.url},ws://127.0.0.1:1/`,
         OPENCODE_SERVER_PASSWORD: opencode.password,

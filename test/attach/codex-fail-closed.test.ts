@@ -14,6 +14,7 @@ import {
   MAX_SENDS_PER_THREAD,
   SendAdmission,
 } from '../../src/faces/attach/send-admission.ts';
+import { until } from '../support/poll.ts';
 
 describe('send admission (AT-5)', () => {
   test(`≤ ${MAX_SENDS_PER_THREAD} per thread and ≤ ${MAX_SENDS_PER_CONNECTION} per connection, refused before delivery`, () => {
@@ -121,15 +122,6 @@ async function connectTo(url: string) {
   return { registry, connection: registry.get(info.connectionId) };
 }
 
-async function until(what: string, cond: () => boolean, timeoutMs = 10_000) {
-  const end = Date.now() + timeoutMs;
-  // No event exists for "the fake received a frame"; a bounded poll on the recorded frames is the observable condition.
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 describe('Codex connections fail closed (fake app-server)', () => {
   test('an interrupt that is not acknowledged within 3 s closes the socket instead of risking overlapping turns', async () => {
     const fake = await fakeAppServer({ interrupt: 'silent' });
@@ -140,7 +132,7 @@ describe('Codex connections fail closed (fake app-server)', () => {
         /no reply within .*connection was closed/,
       );
       assert.ok(fake.received.some((m) => m.method === 'turn/interrupt'));
-      await until('the socket to close', () => fake.closed);
+      await until(() => fake.closed, { what: 'the socket to close' });
       await assert.rejects(connection.listChats(5), /closed because turn\/interrupt was not acknowledged/);
       const health = await connection.health();
       assert.equal(health.healthy, false);
@@ -159,7 +151,7 @@ describe('Codex connections fail closed (fake app-server)', () => {
         connection.send('thread-1', 'hi', { timeoutMs: 200 }),
         /did not confirm that the interrupted turn stopped/,
       );
-      await until('the socket to close', () => fake.closed);
+      await until(() => fake.closed, { what: 'the socket to close' });
       await assert.rejects(connection.readChat('thread-1'), /did not report completion/);
       await registry.closeAll();
     } finally {
@@ -176,7 +168,7 @@ describe('Codex connections fail closed (fake app-server)', () => {
         /connection was closed so no turn can overlap/,
       );
       assert.equal(fake.received.filter((m) => m.method === 'turn/start').length, 1);
-      await until('the socket to close', () => fake.closed);
+      await until(() => fake.closed, { what: 'the socket to close' });
       await registry.closeAll();
     } finally {
       await fake.close();
@@ -191,7 +183,8 @@ describe('Codex connections fail closed (fake app-server)', () => {
       fake.request(1, 'item/commandExecution/requestApproval', { threadId: 't', turnId: 'u', itemId: 'i' });
       fake.request(2, 'mcpServer/elicitation/request', { threadId: 't' });
       fake.request(3, 'item/tool/call', { threadId: 't' });
-      await until('three answers', () => fake.received.filter((m) => m.method === undefined).length >= 3);
+      // No event exists for "the fake received a frame"; a bounded poll on the recorded frames is the observable condition.
+      await until(() => fake.received.filter((m) => m.method === undefined).length >= 3, { what: 'three answers' });
       const answers = new Map(fake.received.filter((m) => m.method === undefined).map((m) => [m.id, m]));
       assert.deepEqual(answers.get(1)?.result, { decision: 'decline' });
       assert.deepEqual(answers.get(2)?.result, { action: 'decline', content: null, _meta: null });
@@ -211,7 +204,7 @@ describe('Codex connections fail closed (fake app-server)', () => {
         fake.request(id, method, { threadId: 't', turnId: 'u', itemId: `i${id}` });
       });
       const n = DECLINED_CODEX_METHODS.length;
-      await until(`${n} answers`, () => fake.received.filter((m) => m.method === undefined).length >= n);
+      await until(() => fake.received.filter((m) => m.method === undefined).length >= n, { what: `${n} answers` });
       const answers = new Map(fake.received.filter((m) => m.method === undefined).map((m) => [m.id, m]));
       DECLINED_CODEX_METHODS.forEach((method, id) => {
         assert.deepEqual(answers.get(id)?.result, codexDecline(method)!.answer, method);

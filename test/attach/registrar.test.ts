@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { ConnectionRegistry } from '../../src/faces/attach/connections.ts';
 import type { ConnectRequest, HarnessConnection } from '../../src/faces/attach/harness.ts';
 import { ATTACH_TOOL_NAMES, CrossHarnessMcpServer, CrossHarnessMcpToolRegistrar } from '../../src/index.ts';
-import { REPO_ROOT } from '../support/bins.ts';
+import { NODE_CACHE_ENV, REPO_ROOT } from '../support/bins.ts';
 
 const OC = 'http://127.0.0.1:4096/';
 
@@ -140,7 +140,7 @@ describe('CrossHarnessMcpServer', () => {
 describe('baton attach process', () => {
   test('prints its ready line and exits 0 when the client closes stdin', async () => {
     const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'baton.js'), 'attach'], {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...NODE_CACHE_ENV },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stderr = '';

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { until } from '../support/poll.ts';
 import { tempDir } from '../support/tmp.ts';
 import {
   alive,
@@ -14,7 +15,6 @@ import {
   startBaton,
   startPageServer,
   text,
-  waitFor,
 } from './support.ts';
 
 const byCommand = (box: Box, cmd: string) => box.calls().filter((c) => c[0] === cmd);
@@ -47,7 +47,7 @@ test('browser provider over a leased real Chromium', async (t) => {
       }
       assert.ok(!names.some((n) => /lease|acquire|release/.test(n)), 'no lease tools of its own');
       assert.deepEqual(box.calls(), [], 'nothing is leased before the first browser tool call');
-      await waitFor('roots/list from the downstream', () => baton.rootsRequests() >= 1);
+      await until(() => baton.rootsRequests() >= 1, { what: 'roots/list from the downstream' });
 
       // Two concurrent first calls share one acquisition.
       const [first, second] = await Promise.all([baton.call('list_pages'), baton.call('list_pages')]);
@@ -102,14 +102,14 @@ test('browser provider over a leased real Chromium', async (t) => {
       assert.equal(reacquire.length, 2);
       assert.equal(reacquire[1]![2], session, 'same session id');
       assert.notEqual(reacquire[1]![4], port, 'a fresh local CDP port');
-      await waitFor('roots/list from the replayed initialize', () => baton.rootsRequests() > rootsBefore);
+      await until(() => baton.rootsRequests() > rootsBefore, { what: 'roots/list from the replayed initialize' });
       assert.equal(baton.lateInitializeResults(), 0, 'no duplicate initialize result');
       secondGeneration = generationOf(box);
       for (const pid of childrenOf(baton.transport.pid!)) downstreams.add(pid);
     } finally {
       await baton.close();
     }
-    const release = await waitFor('shutdown release', () => byCommand(box, 'release')[0]);
+    const release = await until(() => byCommand(box, 'release')[0], { what: 'shutdown release' });
     assert.deepEqual(release, [
       'release',
       '--session',
@@ -119,7 +119,7 @@ test('browser provider over a leased real Chromium', async (t) => {
       '--reason',
       'shutdown',
     ]);
-    await waitFor('no Chromium left from this box', () => processesMentioning(box.dir).length === 0);
+    await until(() => processesMentioning(box.dir).length === 0, { what: 'no Chromium left from this box' });
     // Every chrome-devtools-mcp baton started was reaped with it.
     for (const pid of downstreams) assert.equal(alive(pid), false, `child ${pid} of baton is gone`);
   });
@@ -194,13 +194,16 @@ test('browser provider over a leased real Chromium', async (t) => {
 
       // chrome-devtools-mcp dies: a fresh one starts on the same port with the initialize replayed; lease kept.
       // Retired downstreams of the port-race retries are reaped; one chrome-devtools-mcp remains.
-      const children = await waitFor('one child under baton', () => {
-        const now = childrenOf(baton.transport.pid!);
-        return now.length === 1 && now;
-      });
+      const children = await until(
+        () => {
+          const now = childrenOf(baton.transport.pid!);
+          return now.length === 1 && now;
+        },
+        { what: 'one child under baton' },
+      );
       const rootsBeforeCrash = baton.rootsRequests();
       process.kill(children[0]!, 'SIGKILL');
-      await waitFor('the restarted downstream asks for roots', () => baton.rootsRequests() > rootsBeforeCrash);
+      await until(() => baton.rootsRequests() > rootsBeforeCrash, { what: 'the restarted downstream asks for roots' });
       const afterCrash = await baton.call('list_pages');
       assert.ok(!afterCrash.isError, text(afterCrash));
       assert.equal(byCommand(box, 'acquire').length, start + 3, 'the lease survived the downstream restart');
@@ -208,8 +211,8 @@ test('browser provider over a leased real Chromium', async (t) => {
     } finally {
       await baton.close();
     }
-    await waitFor('shutdown release', () => byCommand(box, 'release').find((c) => c.includes('shutdown')));
-    await waitFor('no Chromium left from this box', () => processesMentioning(box.dir).length === 0);
+    await until(() => byCommand(box, 'release').find((c) => c.includes('shutdown')), { what: 'shutdown release' });
+    await until(() => processesMentioning(box.dir).length === 0, { what: 'no Chromium left from this box' });
   });
 
   await t.test('idle release, a fresh lease on the next call, opt-in URL limits', async () => {
@@ -224,9 +227,9 @@ test('browser provider over a leased real Chromium', async (t) => {
     try {
       assert.ok(!(await baton.call('list_pages')).isError);
       const generation = generationOf(box);
-      const release = await waitFor('idle release', () => byCommand(box, 'release')[0]);
+      const release = await until(() => byCommand(box, 'release')[0], { what: 'idle release' });
       assert.deepEqual(release.slice(3), ['--generation', generation, '--reason', 'idle']);
-      await waitFor('the idle lease Chromium is gone', () => processesMentioning(box.dir).length === 0);
+      await until(() => processesMentioning(box.dir).length === 0, { what: 'the idle lease Chromium is gone' });
 
       const opened = await baton.call('new_page', { url: page.url });
       assert.ok(!opened.isError, text(opened));
@@ -237,7 +240,7 @@ test('browser provider over a leased real Chromium', async (t) => {
     } finally {
       await baton.close();
     }
-    await waitFor('no Chromium left from this box', () => processesMentioning(box.dir).length === 0);
+    await until(() => processesMentioning(box.dir).length === 0, { what: 'no Chromium left from this box' });
   });
 
   await t.test('no Chromium from this suite is left running', () => {

@@ -47,17 +47,6 @@ export function makeBox(root: string, name: string): Box {
   };
 }
 
-/** A bounded poll on an observable condition (a file the helper writes), for facts that have no event. */
-export async function waitFor<T>(what: string, probe: () => T | undefined | false, timeoutMs = 30_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 export const PAGE_HTML = `<!doctype html><html><head><title>baton test page</title></head><body>
 <h1>Lease test</h1>
 <button type="button" onclick="document.getElementById('out').textContent = 'Button was pressed'">Press me</button>

@@ -24,11 +24,11 @@ import {
   userTexts,
 } from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
+import { until } from '../support/poll.ts';
 import {
   type CodexFixture,
   codexFixture,
   NotificationLog,
-  pollUntil,
   type RunningAppServer,
   startAppServer,
   startResponsesMock,
@@ -117,7 +117,7 @@ describe('over stdio', () => {
     // signal; answering it aborts the signal and a second answer finds the id expired.
     mock.push(escalatedShellCall('echo approval-needed'), reply('done after decline'));
     const approvalTurn = runTurn(client, log, threadId, 'run something', { approvalPolicy: 'on-request' });
-    const request = await pollUntil('an approval request', async () => serverRequests[0]);
+    const request = await until(() => serverRequests[0], { what: 'an approval request' });
     assert.equal(request.method, 'item/commandExecution/requestApproval');
     assert.equal(request.signal.aborted, false);
     assert.equal(client.respond(request.id, { decision: 'decline' }), true);
@@ -267,13 +267,16 @@ describe('over a Unix socket', () => {
     const socketPath = join(fixture.dir, 'app server#1?.sock');
     assert.equal(await observeCodexUnixSocket(socketPath), 'absent');
     const server = await startAppServer(t, fixture, { listen: `unix://${socketPath}` });
-    const state = await pollUntil('the published alias', async () => {
-      try {
-        return (await observeCodexUnixSocket(socketPath)) === 'published' ? 'published' : undefined;
-      } catch {
-        return undefined; // the link or socket is still being created
-      }
-    });
+    const state = await until(
+      async () => {
+        try {
+          return (await observeCodexUnixSocket(socketPath)) === 'published' ? 'published' : undefined;
+        } catch {
+          return undefined; // the link or socket is still being created
+        }
+      },
+      { what: 'the published alias' },
+    );
     assert.equal(state, 'published');
     assert.equal(await readlink(socketPath), await codexUnixSocketTarget(socketPath));
     const log = new NotificationLog();

@@ -82,17 +82,6 @@ export async function startAppServer(
   return server;
 }
 
-/** Resolves once `predicate` holds, polling an observable condition that has no event (bounded). */
-export async function pollUntil<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (let delay = 10; ; delay = Math.min(delay * 2, 200)) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, delay));
-  }
-}
-
 /** Waits for the first notification matching `match`, collected through `onNotification`. */
 export class NotificationLog {
   readonly all: Array<{ method: string; params: unknown }> = [];

@@ -1,5 +1,6 @@
 // Engine unit tests with the FAKE in-process agent (test/support/fake-agent.ts); the adapters are tested against the
 // real agent binaries elsewhere.
+
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -10,6 +11,7 @@ import { silentLogger } from '../../src/lib/log.ts';
 import { isGroupAlive, spawnGroup } from '../../src/lib/process-group.ts';
 import { engineFor, settle } from '../support/engine.ts';
 import { FakeAgent } from '../support/fake-agent.ts';
+import { WaitBudget } from '../support/poll.ts';
 import { tempDir } from '../support/tmp.ts';
 
 function setup(t: Parameters<typeof tempDir>[0], opts: { idleTimeoutMs?: number; cancelGraceMs?: number } = {}) {
@@ -36,9 +38,10 @@ const settled = (engine: Engine, taskId: string) => settle(engine, 'alice', task
 
 /** Waits for a lifecycle state, or with state 'session' until the agent session is open and its turn started. */
 async function reaches(engine: Engine, taskId: string, state: string): Promise<void> {
+  const budget = new WaitBudget(`task ${taskId} to reach ${state}`);
   let after = 0;
   for (;;) {
-    const w = await engine.wait('alice', taskId, after, 25_000);
+    const w = await engine.wait('alice', taskId, after, budget.left(25_000));
     if (w.events.some((e) => (e.kind === 'lifecycle' && e.state === state) || e.kind === state)) return;
     after = w.nextCursor;
   }
@@ -144,10 +147,11 @@ test('the workspace lock is held until the task process group has exited', async
   const { engine, run } = setup(t, { cancelGraceMs: 500 });
   const a = run('spawn');
   await reaches(engine, a.taskId, 'running');
+  const budget = new WaitBudget('the task to report its process group');
   let after = 0;
   let pgid = 0;
   while (!pgid) {
-    const w = await engine.wait('alice', a.taskId, after);
+    const w = await engine.wait('alice', a.taskId, after, budget.left(25_000));
     after = w.nextCursor;
     const ev = w.events.find((e) => e.kind === 'status' && String(e.text).startsWith('spawned'));
     if (ev) pgid = Number(String(ev.text).split(' ')[1]);

@@ -1,5 +1,6 @@
 // The hub end to end with ACP agents through the official MCP SDK client over Streamable HTTP: the scripted ACP test
 // agent, the real `gemini --acp` and the real `opencode acp`, each against a mock model the suite owns.
+
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,6 +11,7 @@ import { geminiEnv, startGeminiMock } from '../mock-models/gemini.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
 import { call, connectCaller, followToEnd, startHub, waitForEvent } from '../support/hub.ts';
+import { until } from '../support/poll.ts';
 import { acpScript, SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -138,12 +140,9 @@ test('hub + scripted ACP agent: SIGKILL mid-turn, restart, interrupted, continue
       .split('\n')
       .map((l) => JSON.parse(l));
   // Wait until the agent recorded its grandchild (same process group) — a bounded poll on a file it writes.
-  let child: number | undefined;
-  for (let i = 0; i < 200 && !child; i++) {
-    child = records().find((r) => r.event === 'grandchild')?.grandchildPid;
-    if (!child) await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.ok(child, 'the agent started a grandchild');
+  const child: number = await until(() => records().find((r) => r.event === 'grandchild')?.grandchildPid, {
+    what: 'the agent to start a grandchild',
+  });
   await hub1.kill();
   const alive = (pid: number) => {
     try {

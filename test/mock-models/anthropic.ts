@@ -1,6 +1,8 @@
 // Scripted Anthropic Messages API mock for the real Claude Code binary: answers `HEAD /` and
 // `POST /v1/messages?beta=true` with a streamed (SSE) message built from the next scripted step.
+
 import type { ServerResponse } from 'node:http';
+import { NODE_CACHE_ENV } from '../support/bins.ts';
 import {
   beginSse,
   type Gate,
@@ -164,6 +166,7 @@ function isMessagesCall(r: RecordedRequest): boolean {
 export function isolatedClaudeEnv(origin: string, root: string): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH,
+    ...NODE_CACHE_ENV,
     LANG: 'C.UTF-8',
     HOME: `${root}/home`,
     CLAUDE_CONFIG_DIR: `${root}/claude-config`,

@@ -3,9 +3,11 @@
 // gemini-cli makes two kinds of calls per prompt: small non-streaming `:generateContent` utility calls (the model router,
 // next-speaker checks) that expect a JSON text answer, and the streamed main call `:streamGenerateContent?alt=sse`.
 // Utility calls always get the same harmless JSON answer; each streamed call consumes one scripted step.
+
 import { mkdirSync, writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
+import { NODE_CACHE_ENV } from '../support/bins.ts';
 import {
   beginSse,
   type Gate,
@@ -152,6 +154,7 @@ export function geminiEnv(
   writeFileSync(join(settingsDir, 'settings.json'), JSON.stringify(settings, null, 2), { mode: 0o600 });
   return {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
+    ...NODE_CACHE_ENV,
     HOME: home,
     GOOGLE_GEMINI_BASE_URL: mock.baseUrl,
     GEMINI_API_KEY: 'dummy-mock-key',

@@ -1,10 +1,12 @@
 // A scripted mock of the OpenAI Responses API (`POST /v1/responses`, streamed as SSE), the wire format Codex speaks.
 // Each model request consumes one scripted step; tests assert what Codex sent through `requests` / `waitForTurn`.
 // Built for every Codex-driving test: the app-server adapter, the mcp-server passthrough (0.153.x) and its bridge.
+
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
+import { NODE_CACHE_ENV } from '../support/bins.ts';
 import {
   beginSse,
   type Gate,
@@ -400,6 +402,7 @@ export function writeMockCodexHome(
 export function mockCodexEnv(codexHome: string, home = codexHome): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH,
+    ...NODE_CACHE_ENV,
     HOME: home,
     CODEX_HOME: codexHome,
     LANG: 'C.UTF-8',

@@ -137,4 +137,8 @@ export class Script<Step extends object> {
     if (!req) throw new Error('a step built from the request needs the request');
     return s(req);
   }
+  /** Drops the steps nobody asked for, so they cannot answer a later test's request. */
+  clear(): void {
+    this.steps.length = 0;
+  }
 }

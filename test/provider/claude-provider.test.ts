@@ -1,5 +1,6 @@
 // `baton mcp --provider claude` through the official MCP SDK client over stdio, against the real `claude` binary and
 // the scripted Anthropic mock: the blocking tool, background reviews, limits, isolation, and what crosses MCP.
+
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -13,6 +14,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { AnthropicMock, isolatedClaudeEnv } from '../mock-models/anthropic.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins, REPO_ROOT } from '../support/bins.ts';
+import { WaitBudget } from '../support/poll.ts';
 
 const SECRET = 'sk-planted-SECRET-7f3a9c21e8';
 const INTERIM = 'interim-musing-that-must-stay-private';
@@ -79,8 +81,9 @@ const call = (name: string, args: Record<string, unknown>) =>
 const textOf = (res: CallToolResult) => (res.content[0] as { text: string }).text;
 
 async function waitTerminal(jobId: string, cursor = 0): Promise<Record<string, unknown>> {
+  const budget = new WaitBudget(`review ${jobId} to end`);
   for (;;) {
-    const res = await call('claude-status', { jobId, cursor, wait_ms: 20_000 });
+    const res = await call('claude-status', { jobId, cursor, wait_ms: budget.left(20_000) });
     const view = res.structuredContent as { cursor: number; done: boolean };
     if (view.done) return view as unknown as Record<string, unknown>;
     cursor = view.cursor;
@@ -136,6 +139,8 @@ test('claude_code: a caller may shorten the bound with timeout_ms', async () => 
   mock.push({ kind: 'stall', gate, text: 'slow' });
   const res = await call('claude_code', { prompt: 'slow one', timeout_ms: 2_000 });
   gate.open();
+  // On a loaded machine Claude may be stopped before it ever asks the model; its step must not answer the next test.
+  mock.script.clear();
   assert.equal(res.isError, true);
   assert.match(textOf(res), /did not finish within 2 s/);
 });
@@ -278,10 +283,11 @@ test('--timeout sets the hard deadline of background reviews', async () => {
     const started = await own.client.callTool({ name: 'claude-start', arguments: { prompt: 'slow', cwd: workspace } });
     const { jobId } = started.structuredContent as { jobId: string };
     let view = { cursor: 0, done: false } as { cursor: number; done: boolean; state?: string; error?: string };
+    const budget = new WaitBudget(`review ${jobId} to end`);
     while (!view.done) {
       const res = await own.client.callTool({
         name: 'claude-status',
-        arguments: { jobId, cursor: view.cursor, wait_ms: 20_000 },
+        arguments: { jobId, cursor: view.cursor, wait_ms: budget.left(20_000) },
       });
       view = res.structuredContent as typeof view;
     }

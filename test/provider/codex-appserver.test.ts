@@ -8,6 +8,7 @@ import { after, before, test } from 'node:test';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { httpError, MOCK_MODEL, ResponsesMock, reply, userTexts } from '../mock-models/responses.ts';
 import { bins } from '../support/bins.ts';
+import { until } from '../support/poll.ts';
 import {
   type Connected,
   connectProvider,
@@ -68,8 +69,8 @@ test('ready line, the eight tools, strict curated schemas', async () => {
   }
   const codex = byName.get('codex')!;
   assert.deepEqual(codex.required, ['prompt', 'sandbox']);
-  assert.deepEqual(codex.properties.model.enum, [MOCK_MODEL, OTHER_MODEL]);
-  assert.deepEqual(codex.properties.model_reasoning_effort.enum, ['medium', 'high', 'xhigh', 'max']);
+  assert.deepEqual(codex.properties.model!.enum, [MOCK_MODEL, OTHER_MODEL]);
+  assert.deepEqual(codex.properties.model_reasoning_effort!.enum, ['medium', 'high', 'xhigh', 'max']);
   assert.deepEqual(Object.keys(byName.get('codex-reply')!.properties).sort(), ['goal', 'prompt', 'threadId']);
 });
 
@@ -226,7 +227,7 @@ test('a login rotated in the isolated home is written back at exit only while th
   // Stands in for Codex refreshing its token during a call (the mock cannot make Codex rotate a login).
   writeFileSync(isolated, '{"OPENAI_API_KEY":"rotated-in-isolation"}');
   await conn.close();
-  await until(() => readFileSync(userAuth, 'utf8') !== original);
+  await until(() => readFileSync(userAuth, 'utf8') !== original, { what: 'the refreshed login written back' });
   assert.match(readFileSync(userAuth, 'utf8'), /rotated-in-isolation/);
   assert.equal(statSync(userAuth).mode & 0o777, 0o600);
 
@@ -241,8 +242,3 @@ test('a login rotated in the isolated home is written back at exit only while th
   await exited; // the bridge process has exited: its write-back decision is final
   assert.match(readFileSync(userAuth, 'utf8'), /fresh-user-login/);
 });
-
-async function until(ok: () => boolean): Promise<void> {
-  for (let i = 0; i < 400 && !ok(); i++) await new Promise((r) => setTimeout(r, 25));
-  assert.ok(ok(), 'condition reached');
-}

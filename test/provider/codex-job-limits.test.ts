@@ -4,11 +4,13 @@
 // codex-status waits by default for the status interval (short here), with interval 0 moving the cursor on every
 // change. The one-hour retention of terminal jobs is not a flag of the provider; test/unit/jobs.test.ts pins it on
 // the shared job table with an injected clock.
+
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ResponsesMock, type ResponsesStep, stalledReply } from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
+import { WaitBudget } from '../support/poll.ts';
 import { type Connected, connectProvider, type Layout, makeLayout } from './codex/harness.ts';
 
 /** The status interval of the main bridge here, in seconds (short, so default waits stay cheap). */
@@ -60,9 +62,10 @@ async function start(c: Connected, prompt: string): Promise<string> {
 
 /** Waits for a job to end: lifecycle changes wake a status long-poll at once. */
 async function finished(c: Connected, jobId: string): Promise<StatusView> {
+  const budget = new WaitBudget(`job ${jobId} to end`);
   let view = sc<StatusView>(await c.call('codex-status', { jobId, cursor: 0, wait_ms: 0 }));
   while (!view.done)
-    view = sc<StatusView>(await c.call('codex-status', { jobId, cursor: view.cursor, wait_ms: 60_000 }));
+    view = sc<StatusView>(await c.call('codex-status', { jobId, cursor: view.cursor, wait_ms: budget.left(60_000) }));
   return view;
 }
 
@@ -146,8 +149,10 @@ test('codex-status waits for the status interval by default; coalesced progress 
   await stalled;
   // Progress is coalesced to one cursor step per interval, but delivered: the commentary shows up without a lifecycle
   // change, while the job still waits for the model.
+  const progress = new WaitBudget('commentary past the start');
   let view = sc<StatusView>(await conn.call('codex-status', { jobId, cursor: 0, wait_ms: 0 }));
   while (view.cursor <= 1 || view.commentaryEndOffset === 0) {
+    progress.left();
     view = sc<StatusView>(await conn.call('codex-status', { jobId, cursor: view.cursor }));
   }
   const all = sc<StatusView>(await conn.call('codex-status', { jobId, cursor: 0, wait_ms: 0 }));
@@ -196,9 +201,12 @@ test('--codex_status_interval 0: every change moves the cursor, and the default 
     );
     assert.equal(progressed.state, 'running', 'woken by progress while the model still stalls');
     assert.ok(progressed.cursor > started.cursor);
+    const budget = new WaitBudget(`job ${jobId} to end`);
     let view = progressed;
     while (view.commentaryEndOffset === 0) {
-      view = sc<StatusView>(await zero.call('codex-status', { jobId, cursor: view.cursor, wait_ms: 60_000 }));
+      view = sc<StatusView>(
+        await zero.call('codex-status', { jobId, cursor: view.cursor, wait_ms: budget.left(60_000) }),
+      );
     }
     await stalled;
     const all = sc<StatusView>(await zero.call('codex-status', { jobId, cursor: 0, wait_ms: 0 }));
@@ -216,7 +224,9 @@ test('--codex_status_interval 0: every change moves the cursor, and the default 
     gate.open();
     let end = head;
     while (!end.done)
-      end = sc<StatusView>(await zero.call('codex-status', { jobId, cursor: end.cursor, wait_ms: 60_000 }));
+      end = sc<StatusView>(
+        await zero.call('codex-status', { jobId, cursor: end.cursor, wait_ms: budget.left(60_000) }),
+      );
     assert.equal(end.state, 'completed');
   } finally {
     await zero.close();

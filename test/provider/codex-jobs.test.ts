@@ -7,6 +7,7 @@ import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { ResponsesMock, type ResponsesStep, reply, stalledReply } from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
+import { until } from '../support/poll.ts';
 import { type Connected, codexProcessesUnder, connectProvider, type Layout, makeLayout } from './codex/harness.ts';
 
 let mock: ResponsesMock;
@@ -39,16 +40,6 @@ const sc = <T>(res: { structuredContent?: unknown }) => res.structuredContent as
 const status = async (jobId: string, cursor: number, wait_ms?: number) =>
   sc<StatusView>(await conn.call('codex-status', { jobId, cursor, ...(wait_ms === undefined ? {} : { wait_ms }) }));
 
-/** A bounded poll on an observable condition (there is no event to wait on across MCP). */
-async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
-  for (let i = 0; i < 400; i++) {
-    const v = await read();
-    if (ok(v)) return v;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 /** Commentary, then a command, then a reply that stalls until `gate` opens. */
 function commentaryThenStall(gate: Gate, commentary: string, final: string): ResponsesStep[] {
   return [
@@ -76,11 +67,10 @@ test('a job: lifecycle moves the cursor at once, progress is coalesced; commenta
   assert.equal(first.state, 'running');
 
   // Commentary arrives; with a 30 s interval the cursor stays put and a wait_ms 0 read returns at once.
-  const progressed = await until(
-    'commentary',
-    () => status(started.jobId, first.cursor, 0),
-    (v) => v.commentaryEndOffset > 0,
-  );
+  const progressed = await until(() => status(started.jobId, first.cursor, 0), {
+    what: 'commentary',
+    ok: (v) => v.commentaryEndOffset > 0,
+  });
   assert.equal(progressed.cursor, first.cursor, 'intermediate progress is coalesced');
   const commentary = sc<{ text: string; nextOffset: number; done: boolean; truncatedBefore: number }>(
     await conn.call('codex-commentary', { jobId: started.jobId }),
@@ -138,11 +128,10 @@ test('a job: lifecycle moves the cursor at once, progress is coalesced; commenta
   const again = sc<{ jobId: string }>(
     await conn.call('codex-start', { threadId: result.threadId, prompt: 'one more thing' }),
   );
-  const end = await until(
-    'reply job',
-    () => status(again.jobId, 0, 5_000),
-    (v) => v.done,
-  );
+  const end = await until(() => status(again.jobId, 0, 5_000), {
+    what: 'reply job',
+    ok: (v) => v.done,
+  });
   assert.equal(end.state, 'completed');
   assert.equal(sc<{ text: string }>(await conn.call('codex-result', { jobId: again.jobId })).text, 'second round');
 });
@@ -182,10 +171,9 @@ test('a disconnect cancels every non-terminal job and reaps the Codex process gr
   const exited = new Promise((r) => (conn.transport.onclose = () => r(undefined)));
   await conn.client.close();
   await exited;
-  await until(
-    'Codex reaped',
-    async () => codexProcessesUnder(layout.launchDir).length,
-    (n) => n === 0,
-  );
+  await until(async () => codexProcessesUnder(layout.launchDir).length, {
+    what: 'Codex reaped',
+    ok: (n) => n === 0,
+  });
   gate.open();
 });

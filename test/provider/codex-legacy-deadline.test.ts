@@ -8,6 +8,7 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { ResponsesMock, reply, stalledReply } from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
+import { until } from '../support/poll.ts';
 import { codexProcessesUnder, connectProvider, makeLayout, textOf } from './codex/harness.ts';
 
 let mock: ResponsesMock;
@@ -22,15 +23,6 @@ after(async () => {
 });
 
 const sc = <T>(res: { structuredContent?: unknown }) => res.structuredContent as T;
-
-async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
-  for (let i = 0; i < 800; i++) {
-    const v = await read();
-    if (ok(v)) return v;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 test('hard deadline on legacy Codex: -32001 for that call, the connection stays up; a disconnect reaps Codex', async () => {
   const dir = makeLayout('baton-codex-legacy-hard-');
@@ -72,11 +64,10 @@ test('hard deadline on legacy Codex: -32001 for that call, the connection stays 
     });
     await hard.close();
     await closed;
-    await until(
-      'Codex reaped',
-      async () => codexProcessesUnder(dir.launchDir).length,
-      (n) => n === 0,
-    );
+    await until(async () => codexProcessesUnder(dir.launchDir).length, {
+      what: 'Codex reaped',
+      ok: (n) => n === 0,
+    });
   } finally {
     await hard.close().catch(() => {});
     dir.cleanup();

@@ -20,7 +20,8 @@ import {
   userTexts,
 } from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
-import { bins, REPO_ROOT } from '../support/bins.ts';
+import { bins, NODE_CACHE_ENV, REPO_ROOT } from '../support/bins.ts';
+import { until } from '../support/poll.ts';
 import {
   type Connected,
   connectProvider,
@@ -67,15 +68,6 @@ const logEntries = (stderr: string): Array<Record<string, unknown>> =>
       return [];
     }
   });
-
-async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
-  for (let i = 0; i < 800; i++) {
-    const v = await read();
-    if (ok(v)) return v;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 test('tools/list is rewritten to the curated schemas plus the job tools; bad arguments are -32602 locally', async () => {
   const { tools } = await conn.client.listTools();
@@ -179,10 +171,12 @@ test('background jobs on legacy Codex run as private calls', async () => {
   assert.equal(peek.turns[0]!.requestId, undefined);
   gate.open();
   const done = await until(
-    'job',
     async () =>
       sc<{ done: boolean; state: string }>(await conn.call('codex-status', { jobId, cursor: 0, wait_ms: 5_000 })),
-    (v) => v.done,
+    {
+      what: 'job',
+      ok: (v) => v.done,
+    },
   );
   assert.equal(done.state, 'completed');
   const result = sc<{ text: string; threadId: string }>(await conn.call('codex-result', { jobId }));
@@ -196,19 +190,17 @@ test('cancel on legacy Codex: codex-cancel stops a job and the command it runs, 
   const { jobId } = sc<{ jobId: string }>(
     await conn.call('codex-start', { prompt: 'run it', cwd: layout.workspace, sandbox: 'read-only' }),
   );
-  await until(
-    'the job to run its command',
-    async () => processesRunning(marker).length,
-    (n) => n > 0,
-  );
+  await until(async () => processesRunning(marker).length, {
+    what: 'the job to run its command',
+    ok: (n) => n > 0,
+  });
   const cancelled = sc<{ state: string; done: boolean }>(await conn.call('codex-cancel', { jobId }));
   assert.equal(cancelled.state, 'cancelled');
   assert.equal(cancelled.done, true);
-  await until(
-    'the command reaped',
-    async () => processesRunning(marker).length,
-    (n) => n === 0,
-  );
+  await until(async () => processesRunning(marker).length, {
+    what: 'the command reaped',
+    ok: (n) => n === 0,
+  });
   const peek = sc<{ turns: unknown[]; abandonedTurnsProcessWide: number }>(await conn.call('codex-peek', {}));
   assert.deepEqual(peek.turns, []);
   assert.equal(peek.abandonedTurnsProcessWide, 0, 'Codex acknowledged the cancel');
@@ -229,9 +221,11 @@ test('cancel on legacy Codex: codex-cancel stops a job and the command it runs, 
   controller.abort();
   await assert.rejects(call);
   const settled = await until(
-    'the cancelled call to settle',
     async () => sc<{ turns: unknown[]; abandonedTurnsProcessWide: number }>(await conn.call('codex-peek', {})),
-    (p) => p.turns.length === 0,
+    {
+      what: 'the cancelled call to settle',
+      ok: (p) => p.turns.length === 0,
+    },
   );
   assert.equal(settled.abandonedTurnsProcessWide, 0, 'Codex acknowledged the cancel (default 30 s grace)');
   gate.open();
@@ -265,7 +259,7 @@ test('every native frame but tools/list passes byte-for-byte (shim: tee)', async
       ],
       {
         cwd: dir.launchDir,
-        env: { PATH: process.env.PATH, HOME: dir.home, CODEX_HOME: dir.userHome },
+        env: { PATH: process.env.PATH, ...NODE_CACHE_ENV, HOME: dir.home, CODEX_HOME: dir.userHome },
         stdio: ['pipe', 'pipe', 'ignore'],
       },
     );
@@ -371,21 +365,19 @@ test('misbehaving Codex (shim): auth invalidation, idle expiry, result recovery,
     await reached;
     controller.abort();
     await assert.rejects(call);
-    await until(
-      'abandoned',
-      async () => sc<{ abandonedTurnsProcessWide: number }>(await shimmed.call('codex-peek', {})),
-      (p) => p.abandonedTurnsProcessWide === 1,
-    );
+    await until(async () => sc<{ abandonedTurnsProcessWide: number }>(await shimmed.call('codex-peek', {})), {
+      what: 'abandoned',
+      ok: (p) => p.abandonedTurnsProcessWide === 1,
+    });
     const abandonedCall = logEntries(shimmed.stderr()).find((e) => /turn abandoned/.test(String(e.msg)));
     assert.match(String(abandonedCall?.requestId), /^number:\d+$/);
     // When the abandoned turn later completes, that is logged too.
     gate2.open();
-    await until(
-      'the abandoned call to finish',
-      async () => logEntries(shimmed.stderr()),
-      (log) =>
+    await until(async () => logEntries(shimmed.stderr()), {
+      what: 'the abandoned call to finish',
+      ok: (log) =>
         log.some((e) => /abandoned turn finished/.test(String(e.msg)) && e.requestId === abandonedCall!.requestId),
-    );
+    });
 
     // The same for a background job whose cancel Codex never sees.
     const gate5 = new Gate();
@@ -403,11 +395,10 @@ test('misbehaving Codex (shim): auth invalidation, idle expiry, result recovery,
     );
     assert.ok(logEntries(shimmed.stderr()).some((e) => /turn abandoned/.test(String(e.msg)) && e.jobId === jobId));
     gate5.open();
-    await until(
-      'the abandoned job to finish',
-      async () => logEntries(shimmed.stderr()),
-      (log) => log.some((e) => /abandoned turn finished/.test(String(e.msg)) && e.jobId === jobId),
-    );
+    await until(async () => logEntries(shimmed.stderr()), {
+      what: 'the abandoned job to finish',
+      ok: (log) => log.some((e) => /abandoned turn finished/.test(String(e.msg)) && e.jobId === jobId),
+    });
 
     // The typed unauthorized event becomes one structured tool error; new turns are then refused locally.
     setMode({ unauthorized: true });

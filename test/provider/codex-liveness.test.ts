@@ -10,6 +10,7 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { ResponsesMock, reply, shellCall, stalledReply } from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins, REPO_ROOT } from '../support/bins.ts';
+import { until } from '../support/poll.ts';
 import { type Connected, connectProvider, type Layout, makeLayout, textOf } from './codex/harness.ts';
 
 const SHIM = join(REPO_ROOT, 'test/provider/codex/ignore-interrupt-shim.mjs');
@@ -41,15 +42,6 @@ function stall(): { gate: Gate; reached: Promise<unknown> } {
   const reached = mock.waitForTurn(mock.turns.length);
   mock.push(stalledReply(gate));
   return { gate, reached };
-}
-
-async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
-  for (let i = 0; i < 800; i++) {
-    const v = await read();
-    if (ok(v)) return v;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 type Peek = {
@@ -84,11 +76,10 @@ test('idle deadline: -32001 for that call only, progress never refreshes it, the
     assert.ok(progress[i]!.at - progress[i - 1]!.at >= 900, 'at most one progress notification per second');
   }
   // The turn was interrupted: its row goes away without being abandoned; late output changes nothing.
-  await until(
-    'the interrupted turn to settle',
-    () => peek(conn),
-    (p) => p.turns.length === 0,
-  );
+  await until(() => peek(conn), {
+    what: 'the interrupted turn to settle',
+    ok: (p) => p.turns.length === 0,
+  });
   assert.equal((await peek(conn)).abandonedTurnsProcessWide, 0);
   gate.open();
   await conn.client.ping();
@@ -125,11 +116,10 @@ test('no progress token, no progress notifications; a client cancel interrupts t
   assert.match(String(rows[0]!.requestId), /^number:\d+$/);
   controller.abort();
   await assert.rejects(call);
-  await until(
-    'the cancelled turn to settle',
-    () => peek(conn),
-    (p) => p.turns.length === 0,
-  );
+  await until(() => peek(conn), {
+    what: 'the cancelled turn to settle',
+    ok: (p) => p.turns.length === 0,
+  });
   assert.equal((await peek(conn)).abandonedTurnsProcessWide, 0, 'Codex acknowledged the interrupt');
   assert.ok(!frames.some((f) => f.includes('notifications/progress')), 'no token, no progress');
 });
@@ -158,11 +148,10 @@ test('a cancel Codex never acknowledges (shim): canceling, then abandoned and lo
   await assert.rejects(call);
   const canceling = await peek(conn);
   assert.equal(canceling.turns[0]?.state, 'canceling', 'still running, cancel not confirmed');
-  const settled = await until(
-    'abandoned',
-    () => peek(conn),
-    (p) => p.abandonedTurnsProcessWide === 1,
-  );
+  const settled = await until(() => peek(conn), {
+    what: 'abandoned',
+    ok: (p) => p.abandonedTurnsProcessWide === 1,
+  });
   assert.deepEqual(settled.turns, []);
   assert.match(conn.stderr(), new RegExp(`abandoned.*${running.threadId}.*${running.requestId}`));
 

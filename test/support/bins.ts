@@ -17,3 +17,11 @@ export const bins = {
   claude: () => pkg('@anthropic-ai/claude-code', 'bin/claude.exe'),
   chromeDevtoolsMcp: () => pkg('chrome-devtools-mcp', 'build/src/bin/chrome-devtools-mcp.js'),
 };
+
+/**
+ * The Node compile cache `npm test` turns on (NODE_COMPILE_CACHE), for the clean environments tests build for Node
+ * children (baton, Codex's launcher, Gemini CLI): a cache of compiled code only, so behaviour is the same without it.
+ */
+export const NODE_CACHE_ENV: Record<string, string> = process.env.NODE_COMPILE_CACHE
+  ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE }
+  : {};

@@ -1,11 +1,13 @@
 // An in-process Engine on a fresh SQLite store for engine-level tests, and a helper that follows a task to its end
 // with the engine's own long-poll (no sleeps).
+
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import type { Agent } from '../../src/agents/agent.ts';
 import { Engine, type TaskView } from '../../src/core/engine.ts';
 import { Store } from '../../src/core/store.ts';
 import { silentLogger } from '../../src/lib/log.ts';
+import { WaitBudget } from './poll.ts';
 
 const TERMINAL = ['succeeded', 'failed', 'cancelled', 'interrupted'];
 
@@ -41,11 +43,12 @@ export function engineFor(
   return { engine, store };
 }
 
-/** Follows `taskId` with engine.wait until it is terminal and every event has been read. */
+/** Follows `taskId` with engine.wait until it is terminal and every event has been read (bounded). */
 export async function settle(engine: Engine, caller: string, taskId: string): Promise<TaskView> {
+  const budget = new WaitBudget(`task ${taskId} to end`);
   let after = 0;
   for (;;) {
-    const page = await engine.wait(caller, taskId, after, 20_000);
+    const page = await engine.wait(caller, taskId, after, budget.left(20_000));
     after = page.nextCursor;
     if (TERMINAL.includes(page.state) && !page.hasMore) return page;
   }

@@ -10,6 +10,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { type ChildGroup, spawnGroup } from '../../src/lib/process-group.ts';
 import { REPO_ROOT } from './bins.ts';
+import { WaitBudget } from './poll.ts';
 
 export const TEST_CALLERS = {
   alice: 'alice-token-0123456789abcdef0123456789abcdef',
@@ -163,6 +164,7 @@ export async function followToEnd(
   client: Client,
   taskId: string,
 ): Promise<{ state: string; events: Array<Record<string, unknown>>; last: Record<string, unknown> }> {
+  const budget = new WaitBudget(`task ${taskId} to end`);
   let after = 0;
   const events: Array<Record<string, unknown>> = [];
   for (;;) {
@@ -171,7 +173,7 @@ export async function followToEnd(
       events: Array<Record<string, unknown>>;
       nextCursor: number;
       hasMore: boolean;
-    }>(client, 'agent_wait', { taskId, after, timeoutMs: 20_000 });
+    }>(client, 'agent_wait', { taskId, after, timeoutMs: budget.left(20_000) });
     events.push(...w.events);
     after = w.nextCursor;
     if (TERMINAL.has(w.state) && !w.hasMore) return { state: w.state, events, last: w };
@@ -184,12 +186,13 @@ export async function waitForEvent(
   taskId: string,
   match: (e: Record<string, unknown>) => boolean,
 ): Promise<Record<string, unknown>> {
+  const budget = new WaitBudget(`a matching event of task ${taskId}`);
   let after = 0;
   for (;;) {
     const w = await call<{ events: Array<Record<string, unknown>>; nextCursor: number }>(client, 'agent_wait', {
       taskId,
       after,
-      timeoutMs: 20_000,
+      timeoutMs: budget.left(20_000),
     });
     const hit = w.events.find(match);
     if (hit) return hit;

@@ -6,6 +6,7 @@ import type { Agent, AgentEvent, AgentSession, OpenSessionOptions } from '../../
 import { JobError, JobTable, MAX_ACTIVE_JOBS, MAX_STATUS_WAIT_MS, TERMINAL_RETENTION_MS } from '../../src/core/jobs.ts';
 import { MAX_RESULT_BYTES, RESULT_PAGE_CODE_POINTS } from '../../src/core/paging.ts';
 import { Gate } from '../mock-models/server.ts';
+import { WaitBudget } from '../support/poll.ts';
 
 /** A fake agent whose turn emits `events`, optionally waiting on a gate first; honours abort as a cancel. */
 function fakeAgent(script: { events: AgentEvent[]; gate?: Gate }): Agent {
@@ -50,7 +51,8 @@ test('a job runs to completion; status long-polls on the cursor; the result page
   assert.equal(first.state, 'running');
   assert.ok(first.cursor > cursor);
   assert.equal(first.phases[0], 'Fake: started');
-  while (first.status !== 'Fake: working') first = await table.status(jobId, first.cursor, 1_000);
+  const working = new WaitBudget('the status "Fake: working"');
+  while (first.status !== 'Fake: working') first = await table.status(jobId, first.cursor, working.left(1_000));
   const waiting = table.status(jobId, first.cursor, 30_000);
   gate.open();
   const woken = await waiting;
@@ -88,7 +90,9 @@ test('at most 32 jobs are kept: the oldest terminal one is evicted', async () =>
     const { jobId } = table.start(spec(fakeAgent({ events: done(String(i)) })));
     ids.push(jobId);
     await table.status(jobId, 0, 0);
-    while ((await table.status(jobId, 0, 0)).state === 'running') await table.status(jobId, 1_000_000, 1_000);
+    const ended = new WaitBudget(`job ${i} to end`);
+    while ((await table.status(jobId, 0, 0)).state === 'running')
+      await table.status(jobId, 1_000_000, ended.left(1_000));
   }
   assert.equal(table.size, 32);
   assert.throws(() => table.result(ids[0]!), /no job/);
@@ -100,7 +104,8 @@ test('terminal jobs stay readable for an hour, then expire', async () => {
   const table = new JobTable({ clock: () => now });
   const { jobId } = table.start(spec(fakeAgent({ events: done('x') })));
   let view = await table.status(jobId, 0, 0);
-  while (!view.done) view = await table.status(jobId, view.cursor, 1_000);
+  const budget = new WaitBudget(`job ${jobId} to end`);
+  while (!view.done) view = await table.status(jobId, view.cursor, budget.left(1_000));
   now += TERMINAL_RETENTION_MS - 1;
   assert.equal(table.result(jobId).text, 'x');
   now += 1;
@@ -121,7 +126,8 @@ test('the hard deadline fails a job and is reported', async () => {
   const table = new JobTable({ hardDeadlineMs: 20 });
   const { jobId } = table.start(spec(fakeAgent({ events: done('x'), gate: new Gate() })));
   let view = await table.status(jobId, 0, 0);
-  while (!view.done) view = await table.status(jobId, view.cursor, 5_000);
+  const budget = new WaitBudget(`job ${jobId} to end`);
+  while (!view.done) view = await table.status(jobId, view.cursor, budget.left(5_000));
   assert.equal(view.state, 'failed');
   assert.match(view.error ?? '', /hard deadline/);
 });
@@ -135,7 +141,8 @@ test('a result over 10 MiB fails the job atomically', async () => {
   ];
   const { jobId } = table.start(spec(fakeAgent({ events })));
   let view = await table.status(jobId, 0, 0);
-  while (!view.done) view = await table.status(jobId, view.cursor, 5_000);
+  const budget = new WaitBudget(`job ${jobId} to end`);
+  while (!view.done) view = await table.status(jobId, view.cursor, budget.left(5_000));
   assert.equal(view.state, 'failed');
   assert.match(view.error ?? '', /exceeded/);
   assert.throws(() => table.result(jobId), /failed/);

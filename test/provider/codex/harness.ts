@@ -7,7 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { MOCK_MODEL, type ResponsesMock } from '../../mock-models/responses.ts';
-import { REPO_ROOT } from '../../support/bins.ts';
+import { NODE_CACHE_ENV, REPO_ROOT } from '../../support/bins.ts';
 
 export const PLANTED_SECRET = 'sk-planted-CODEX-SECRET-91c4e2';
 export const OTHER_MODEL = 'mock-model-b';
@@ -86,6 +86,7 @@ export async function connectProvider(
     ],
     env: {
       PATH: process.env.PATH ?? '',
+      ...NODE_CACHE_ENV,
       HOME: layout.home,
       CODEX_HOME: layout.userHome,
       LANG: 'C.UTF-8',
