@@ -77,8 +77,6 @@ export type AgentEvent =
   | { kind: 'error'; message: string }
   | { kind: 'end'; outcome: 'succeeded' | 'failed' | 'cancelled'; error?: string; acknowledged?: boolean };
 
-export type AgentEventKind = AgentEvent['kind'];
-
 /**
  * An agent kind: its strict config schema (the `agents.<name>` entry of config.json without `kind`) and its factory.
  * A new kind is one folder under src/agents/ and one line in registry.ts. Declared here, not in the registry, so the

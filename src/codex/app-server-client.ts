@@ -32,8 +32,6 @@ export const MAX_STARTUP_TIMEOUT_MS = 120_000;
 /** initialize result limits. */
 export const MAX_CODEX_HOME_BYTES = 4096;
 export const MAX_PLATFORM_FIELD_LENGTH = 64;
-/** JSON-RPC error code for a server request this client does not handle. */
-export const METHOD_NOT_SUPPORTED_CODE = -32601;
 const MAX_REQUEST_TIMEOUT_MS = 2_147_483_647;
 
 export type CodexAppServerTransport =

@@ -73,7 +73,6 @@ export interface IncomingRequest {
 
 /** Standard JSON-RPC error codes used by the peer itself. */
 export const JSON_RPC_METHOD_NOT_FOUND = -32601;
-export const JSON_RPC_INVALID_REQUEST = -32600;
 
 export interface JsonRpcPeerOptions {
   channel: MessageChannel;

@@ -3,10 +3,9 @@ import type { AgentKind } from '../agent.ts';
 import { AcpAgent } from './agent.ts';
 import { acpConfigSchema } from './config.ts';
 
-export { AcpAgent, type AcpSessionProbe } from './agent.ts';
-export { type AcpConfig, acpConfigSchema, DEFAULT_CANCEL_GRACE_MS } from './config.ts';
-export { ACP_PRESETS, type AcpPresetName, acpPreset } from './presets.ts';
-export { AgentStartError } from './process.ts';
+export { AcpAgent } from './agent.ts';
+export { acpConfigSchema } from './config.ts';
+export { ACP_PRESETS, acpPreset } from './presets.ts';
 export { AcpAgentSession, ResumeUnsupportedError } from './session.ts';
 
 export const acpAgentKind: AgentKind<typeof acpConfigSchema> = {

@@ -22,8 +22,6 @@ export const ACP_PRESETS = {
   dsh: { command: ['dsh', 'acp'] },
 } as const satisfies Record<string, AcpConfig>;
 
-export type AcpPresetName = keyof typeof ACP_PRESETS;
-
 /** Binaries known to answer `--version` without starting anything (others report initialize's agentInfo.version). */
 export const VERSION_FLAG_BINARIES: ReadonlySet<string> = new Set(['gemini', 'agy', 'opencode', 'dsh']);
 

@@ -19,5 +19,3 @@ export const claudeKind: AgentKind<typeof claudeConfigSchema> = {
   create: (name, config, ctx) =>
     new ClaudeAgent(name, { ...config, homeDir: claudeHomeDir(ctx.stateDir, name), logger: ctx.logger }),
 };
-
-export { ClaudeAgent } from './agent.ts';

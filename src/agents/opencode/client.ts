@@ -25,12 +25,10 @@ import { readLines } from '../../lib/jsonl.ts';
 import { redact, registerSecret } from '../../lib/redact.ts';
 
 export type {
-  AssistantMessage,
   Event as OpenCodeEvent,
   Message,
   Part,
   Session,
-  SessionStatus,
 } from '@opencode-ai/sdk/v2/types';
 
 /** Default bound of one request that does not run a model turn. */

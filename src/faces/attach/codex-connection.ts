@@ -2,19 +2,22 @@
 // shared CodexAppServerClient) and uses only thread/list (cwd = the connection directory), thread/read, thread/resume,
 // turn/start with its notifications, and turn/interrupt for a timed-out turn. Sends to one thread are sequenced; when
 // a timed-out turn cannot be shown to have stopped, the socket is closed rather than risk overlapping turns.
+
 import { CodexAppServerClient, type CodexServerRequest } from '../../codex/app-server-client.ts';
 import { codexDecline } from '../../codex/declines.ts';
-import type { Thread } from '../../generated/codex/v2/Thread.ts';
-import type { ThreadItem } from '../../generated/codex/v2/ThreadItem.ts';
-import type { ThreadListParams } from '../../generated/codex/v2/ThreadListParams.ts';
-import type { ThreadListResponse } from '../../generated/codex/v2/ThreadListResponse.ts';
-import type { ThreadReadParams } from '../../generated/codex/v2/ThreadReadParams.ts';
-import type { ThreadReadResponse } from '../../generated/codex/v2/ThreadReadResponse.ts';
-import type { ThreadResumeParams } from '../../generated/codex/v2/ThreadResumeParams.ts';
-import type { Turn } from '../../generated/codex/v2/Turn.ts';
-import type { TurnInterruptParams } from '../../generated/codex/v2/TurnInterruptParams.ts';
-import type { TurnStartParams } from '../../generated/codex/v2/TurnStartParams.ts';
-import type { TurnStartResponse } from '../../generated/codex/v2/TurnStartResponse.ts';
+import type {
+  Thread,
+  ThreadItem,
+  ThreadListParams,
+  ThreadListResponse,
+  ThreadReadParams,
+  ThreadReadResponse,
+  ThreadResumeParams,
+  Turn,
+  TurnInterruptParams,
+  TurnStartParams,
+  TurnStartResponse,
+} from '../../codex/protocol.ts';
 import { BATON_VERSION } from '../../version.ts';
 import { AttachError } from './errors.ts';
 import {

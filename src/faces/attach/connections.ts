@@ -23,7 +23,6 @@ export const MAX_DIRECTORY_LENGTH = 4_096;
 export const DEFAULT_OPENCODE_USERNAME = 'opencode';
 
 export const HARNESSES = ['opencode', 'codex', 'claude-code'] as const;
-export type RequestedHarness = (typeof HARNESSES)[number];
 
 export const CLAUDE_CODE_REFUSAL =
   'Claude Code cannot be connected: it exposes no URL-addressable session server (its CLI and Agent SDK are local ' +
