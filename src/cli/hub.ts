@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { type HubConfig, initConfig, loadConfig, resolveConfigPath } from '../faces/hub/config.ts';
 import { writeExamples } from '../faces/hub/examples.ts';
-import { Hub } from '../faces/hub/server.ts';
+import { type PreflightRow, preflightLines, rowStatus } from '../faces/hub/preflight.ts';
 import { serviceFiles } from '../faces/hub/service.ts';
 import { isLogLevel } from '../lib/log.ts';
 import { ensurePrivateDir } from '../lib/private-fs.ts';
@@ -43,32 +43,30 @@ export function registerHubCommands(program: Command): void {
     .action(async () => {
       const cfg = loadConfig(configPath());
       const { createAgent } = await import('../agents/registry.ts');
-      let usable = 0;
+      const rows: PreflightRow[] = [];
       for (const [name, entry] of Object.entries(cfg.agents)) {
         const agent = createAgent(name, entry, { stateDir: cfg.stateDirPath, logger: quietLogger });
-        const probe = await agent.probe().catch((err) => ({ available: false, detail: redactError(err) }) as const);
-        let session = '';
-        let sessionFailed = false;
+        const probe = await agent
+          .probe()
+          .catch((err) => ({ name, kind: entry.kind, available: false, detail: redactError(err) }) as const);
+        const row: PreflightRow = { ...probe, name, kind: entry.kind };
         const deep = (agent as { probeSession?: () => Promise<void> }).probeSession;
         if (probe.available && deep) {
-          session = await deep.call(agent).then(
-            () => ', session ok',
+          await deep.call(agent).then(
+            () => {
+              row.session = 'session ok';
+            },
             (err) => {
-              sessionFailed = true;
-              return `, session failed: ${redactError(err)}`;
+              row.session = `session failed: ${redactError(err)}`;
+              row.sessionFailed = true;
             },
           );
         }
-        const p = probe as { version?: string; login?: string; detail?: string };
-        // Usable means: found, and nothing says it cannot log in or open a session.
-        const usableNow = probe.available && p.login !== 'missing' && !sessionFailed;
-        if (usableNow) usable++;
-        const mark = !probe.available ? 'FAIL' : usableNow ? 'ok  ' : 'WARN';
-        out(
-          `${mark} ${name} (${entry.kind})${p.version ? ` ${p.version}` : ''}${p.login ? `, login ${p.login}` : ''}${session}${p.detail ? ` — ${p.detail}` : ''}`,
-        );
+        rows.push(row);
       }
-      if (!Object.keys(cfg.agents).length) out('no agents configured');
+      for (const line of preflightLines(rows)) out(line);
+      // Usable means: found, and nothing says it cannot log in or open a session.
+      const usable = rows.filter((r) => rowStatus(r) === 'ok').length;
       process.exitCode = usable > 0 ? 0 : 1;
     });
 
@@ -89,11 +87,14 @@ export function registerHubCommands(program: Command): void {
       if (opts.logLevel && !isLogLevel(opts.logLevel))
         throw new Error(`--log-level must be debug, info, warn or error`);
       const { tokensFile } = writeExamples(cfg);
+      // Loaded here, not at the top: the server pulls in the engine and the MCP SDK, which other commands never need.
+      const { Hub } = await import('../faces/hub/server.ts');
       const hub = await Hub.start({
         config: cfg,
         logLevel: opts.logLevel as 'info' | undefined,
         stderrLogs: true,
       });
+      for (const line of preflightLines(hub.health().agents)) out(line);
       out(`baton hub listening on ${hub.url} (callers: ${Object.keys(cfg.callers).join(', ')})`);
       out(`caller tokens: ${tokensFile}`);
       const stop = () => void hub.close();
@@ -125,6 +126,7 @@ export function registerHubCommands(program: Command): void {
           throw new Error(`the hub exited at start; see ${join(cfg.stateDirPath, 'daemon.out')}`);
         const h = await healthOf(cfg).catch(() => null);
         if (h) {
+          for (const line of preflightLines((h.agents ?? []) as PreflightRow[])) out(line);
           out(`started on http://${cfg.listen.host}:${cfg.listen.port} (pid ${h.pid})`);
           return;
         }
