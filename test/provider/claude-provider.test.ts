@@ -133,9 +133,13 @@ test('claude_code: is_error becomes an MCP tool error', async () => {
 
 test('claude_code: a caller may shorten the bound with timeout_ms', async () => {
   const gate = new Gate();
+  const seen = mock.messageRequests.length;
   mock.push({ kind: 'stall', gate, text: 'slow' });
   const res = await call('claude_code', { prompt: 'slow one', timeout_ms: 2_000 });
   gate.open();
+  // On a loaded machine Claude may not reach the model within the 2 s; its group is stopped by now, so drop the
+  // unused step rather than let the next test's run receive it.
+  if (mock.messageRequests.length === seen) mock.script.next();
   assert.equal(res.isError, true);
   assert.match(textOf(res), /did not finish within 2 s/);
 });
