@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { redactedError } from '../faces/attach/errors.ts';
-import { CrossHarnessMcpServer } from '../faces/attach/server.ts';
 
 export function registerAttachCommand(program: Command): void {
   program
@@ -10,6 +9,8 @@ export function registerAttachCommand(program: Command): void {
         'listed in BATON_ALLOWED_SERVER_URLS (credentials from OPENCODE_SERVER_PASSWORD / CODEX_REMOTE_TOKEN).',
     )
     .action(async () => {
+      // Loaded on use so other commands do not pay for the attach face's start-up.
+      const { CrossHarnessMcpServer } = await import('../faces/attach/server.ts');
       const server = new CrossHarnessMcpServer();
       const stdinClosed = new Promise<void>((resolve) => {
         process.stdin.once('end', resolve);

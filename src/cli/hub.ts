@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { addRoots, type HubConfig, listRoots, loadConfig, type RootsChange, removeRoot } from '../faces/hub/config.ts';
 import { writeExamples } from '../faces/hub/examples.ts';
 import { type ConfigLocation, locateConfig } from '../faces/hub/locate.ts';
-import { Hub } from '../faces/hub/server.ts';
+import { type PreflightRow, preflightLines, rowStatus } from '../faces/hub/preflight.ts';
 import { serviceFiles } from '../faces/hub/service.ts';
 import { isLogLevel } from '../lib/log.ts';
 import { ensurePrivateDir } from '../lib/private-fs.ts';
@@ -84,32 +84,30 @@ export function registerHubCommands(program: Command): void {
     .action(async () => {
       const cfg = loadConfig(location());
       const { createAgent } = await import('../agents/registry.ts');
-      let usable = 0;
+      const rows: PreflightRow[] = [];
       for (const [name, entry] of Object.entries(cfg.agents)) {
         const agent = createAgent(name, entry, { stateDir: cfg.stateDirPath, logger: quietLogger });
-        const probe = await agent.probe().catch((err) => ({ available: false, detail: redactError(err) }) as const);
-        let session = '';
-        let sessionFailed = false;
+        const probe = await agent
+          .probe()
+          .catch((err) => ({ name, kind: entry.kind, available: false, detail: redactError(err) }) as const);
+        const row: PreflightRow = { ...probe, name, kind: entry.kind };
         const deep = (agent as { probeSession?: () => Promise<void> }).probeSession;
         if (probe.available && deep) {
-          session = await deep.call(agent).then(
-            () => ', session ok',
+          await deep.call(agent).then(
+            () => {
+              row.session = 'session ok';
+            },
             (err) => {
-              sessionFailed = true;
-              return `, session failed: ${redactError(err)}`;
+              row.session = `session failed: ${redactError(err)}`;
+              row.sessionFailed = true;
             },
           );
         }
-        const p = probe as { version?: string; login?: string; detail?: string };
-        // Usable means: found, and nothing says it cannot log in or open a session.
-        const usableNow = probe.available && p.login !== 'missing' && !sessionFailed;
-        if (usableNow) usable++;
-        const mark = !probe.available ? 'FAIL' : usableNow ? 'ok  ' : 'WARN';
-        out(
-          `${mark} ${name} (${entry.kind})${p.version ? ` ${p.version}` : ''}${p.login ? `, login ${p.login}` : ''}${session}${p.detail ? ` — ${p.detail}` : ''}`,
-        );
+        rows.push(row);
       }
-      if (!Object.keys(cfg.agents).length) out('no agents configured');
+      for (const line of preflightLines(rows)) out(line);
+      // Usable means: found, and nothing says it cannot log in or open a session.
+      const usable = rows.filter((r) => rowStatus(r) === 'ok').length;
       process.exitCode = usable > 0 ? 0 : 1;
     });
 
@@ -126,12 +124,15 @@ export function registerHubCommands(program: Command): void {
       ensureConfig(loc);
       const cfg = loadConfig(loc);
       const { tokensFile } = writeExamples(cfg);
+      // Loaded here, not at the top: the server pulls in the engine and the MCP SDK, which other commands never need.
+      const { Hub } = await import('../faces/hub/server.ts');
       const hub = await Hub.start({
         config: cfg,
         logLevel: opts.logLevel as 'info' | undefined,
         stderrLogs: true,
         port: opts.port,
       });
+      for (const line of preflightLines(hub.health().agents)) out(line);
       out(`baton hub listening on ${hub.url} (callers: ${Object.keys(cfg.callers).join(', ')})`);
       out(`config: ${cfg.path}`);
       out(`caller tokens: ${tokensFile}`);
@@ -172,6 +173,7 @@ export function registerHubCommands(program: Command): void {
           throw new Error(`the hub exited at start; see ${join(cfg.stateDirPath, 'daemon.out')}`);
         const h = await healthOf(cfg).catch(() => null);
         if (h) {
+          for (const line of preflightLines((h.agents ?? []) as PreflightRow[])) out(line);
           out(`started on http://${cfg.listen.host}:${cfg.listen.port} (pid ${h.pid})`);
           return;
         }

@@ -1,10 +1,16 @@
 // The `baton` command line: thin commands that parse flags and call a face or the engine.
 import { Command, CommanderError } from 'commander';
+import { agentSearchPath } from '../lib/agent-path.ts';
 import { registerAttachCommand } from './attach.ts';
 import { registerConnectCommand } from './connect.ts';
 import { registerHubCommands } from './hub.ts';
 import { registerProviderCommand } from './mcp.ts';
 import { registerTasksCommand } from './tasks.ts';
+
+// Every agent binary baton runs or reports — init's discovery, doctor, the hub's agents, the providers — is looked up
+// through this one PATH: the user's, plus the usual install places, minus baton's own node_modules/.bin (which npm
+// scripts and npx put first). Children inherit it, so what doctor reports is what the hub runs.
+process.env.PATH = agentSearchPath(process.env.PATH);
 
 const program = new Command('baton')
   .description('Let AI coding agents hand work to each other over MCP.')

@@ -43,8 +43,10 @@ test('doctor: a session-capable agent is ok (a real session, no prompt), a missi
   });
   const res = await doctor(configPath, dir);
   assert.equal(res.code, 0, res.stdout);
-  assert.match(res.stdout, /^ok {3}scripted \(acp\).*session ok/m);
-  assert.match(res.stdout, /^FAIL ghost \(acp\)/m);
+  assert.match(res.stdout, /^status\s+agent\s+kind\s+binary\s+version\s+login\s+result$/m);
+  assert.match(res.stdout, /^ok\s+scripted\s+acp\s+\S+.*session ok/m);
+  assert.ok(res.stdout.includes(process.execPath), 'the row names the binary it runs');
+  assert.match(res.stdout, new RegExp(`^FAIL\\s+ghost\\s+acp\\s.*"${join(dir, 'no-such-agent')}" not found`, 'm'));
   const seen = readFileSync(record, 'utf8');
   assert.match(seen, /session\/new/, 'a real session was opened');
   assert.doesNotMatch(seen, /session\/prompt/, 'and no prompt was sent');

@@ -1,8 +1,8 @@
 // Starting an ACP agent: resolve its binary, spawn it in its own process group (AG-8) with a scrubbed environment,
 // connect the SDK client over bounded stdio framing, and run `initialize`.
-import { accessSync, constants, statSync } from 'node:fs';
-import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { statSync } from 'node:fs';
 import * as acp from '@agentclientprotocol/sdk';
+import { findAgentBinary } from '../../lib/agent-path.ts';
 import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
 import { type ChildGroup, type GroupExit, spawnGroup } from '../../lib/process-group.ts';
@@ -30,24 +30,10 @@ export function agentEnvironment(extra: Record<string, string> | undefined): Rec
   return childEnv('acp', { set: extra });
 }
 
-/** Absolute path of an executable: as given when it has a slash, else the first match on the env's PATH. */
+/** Absolute path of an executable: as given when it has a slash, else found on the env's PATH or the usual install
+ * places, never in baton's own package (src/lib/agent-path.ts). */
 export function resolveBinary(command: string, env: Record<string, string>): string | undefined {
-  const executable = (p: string) => {
-    try {
-      accessSync(p, constants.X_OK);
-      return statSync(p).isFile();
-    } catch {
-      return false;
-    }
-  };
-  if (command.includes('/')) {
-    const abs = isAbsolute(command) ? command : resolve(command);
-    return executable(abs) ? abs : undefined;
-  }
-  for (const dir of (env.PATH ?? '').split(delimiter)) {
-    if (dir && executable(join(dir, command))) return join(dir, command);
-  }
-  return undefined;
+  return findAgentBinary(command, env.PATH ?? '');
 }
 
 export function binaryNotFound(command: string): string {

@@ -3,10 +3,11 @@
 // that commands edit (init, roots add/remove) and the only part a running hub reloads.
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
-import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ACP_PRESETS } from '../../agents/acp/presets.ts';
 import { AGENT_KINDS } from '../../agents/registry.ts';
+import { findAgentBinary } from '../../lib/agent-path.ts';
 import { isWithin, realish } from '../../lib/paths.ts';
 import { ensurePrivateDir, writePrivateFile } from '../../lib/private-fs.ts';
 import { registerSecret } from '../../lib/redact.ts';
@@ -196,7 +197,7 @@ export function newToken(): string {
   return randomBytes(TOKEN_BYTES).toString('base64url');
 }
 
-/** Known agents and how init configures them when their binary is on PATH. */
+/** Known agents and how init configures them when their binary is found (see findOnPath). */
 export const AGENT_PRESETS: { name: string; binary: string; entry: { kind: string } & Record<string, unknown> }[] = [
   { name: 'codex', binary: 'codex', entry: { kind: 'codex' } },
   { name: 'claude', binary: 'claude', entry: { kind: 'claude' } },
@@ -205,15 +206,9 @@ export const AGENT_PRESETS: { name: string; binary: string; entry: { kind: strin
   { name: 'dsh', binary: 'dsh', entry: { kind: 'acp', command: [...ACP_PRESETS.dsh.command] } },
 ];
 
+/** Where an agent's binary is: the user's PATH and the usual install places, never baton's own package. */
 export function findOnPath(binary: string, pathEnv = process.env.PATH ?? ''): string | null {
-  for (const dir of pathEnv.split(delimiter)) {
-    if (!dir) continue;
-    const candidate = join(dir, binary);
-    try {
-      if (statSync(candidate).isFile()) return candidate;
-    } catch {}
-  }
-  return null;
+  return findAgentBinary(binary, pathEnv) ?? null;
 }
 
 export interface InitOptions {

@@ -291,7 +291,11 @@ export class Hub {
   }
 
   private async control(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
-    if (!bearerMatches(req, this.controlToken)) return unauthorized(res);
+    const failure = bearerFailure(req, this.controlToken);
+    if (failure) {
+      this.logger.warn('unauthorized request', { endpoint: 'control', path: url.pathname, reason: failure });
+      return unauthorized(res);
+    }
     const path = url.pathname;
     if (path === '/control/tasks' || path.startsWith('/control/tasks/')) return this.controlTasks(req, res, url);
     if (path === '/control/health' && req.method === 'GET') return sendJson(res, 200, this.health());
@@ -345,8 +349,13 @@ export class Hub {
 
   private async mcp(req: IncomingMessage, res: ServerResponse, caller: string): Promise<void> {
     const expected = this.callerTokens.get(caller);
-    // Unknown callers get the same answer as a wrong token: the endpoint list is not probeable.
-    if (!expected || !bearerMatches(req, expected)) return unauthorized(res);
+    // Unknown callers get the same answer as a wrong token: the endpoint list is not probeable. The log, which only
+    // the operator reads, says which it was so a misconfigured client can be fixed.
+    const failure = expected ? bearerFailure(req, expected) : 'unknown caller';
+    if (failure) {
+      this.logger.warn('unauthorized request', { endpoint: 'mcp', caller, reason: failure });
+      return unauthorized(res);
+    }
 
     let body: unknown;
     if (req.method === 'POST') {
@@ -434,13 +443,23 @@ function digest(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
 
-/** Constant-time bearer check (SE-3): compares fixed-length digests. */
-function bearerMatches(req: IncomingMessage, expected: Buffer): boolean {
+/** Why a request was refused, for the log (never the token itself). */
+type AuthFailure =
+  | 'missing authorization header'
+  | 'not a Bearer header'
+  | 'unexpanded env-var placeholder'
+  | 'wrong token';
+
+/** Constant-time bearer check (SE-3): compares fixed-length digests. Returns null when the token matches. */
+function bearerFailure(req: IncomingMessage, expected: Buffer): AuthFailure | null {
   const header = req.headers.authorization;
-  if (!header) return false;
+  if (!header) return 'missing authorization header';
   const m = /^Bearer ([^\s]+)$/i.exec(header);
-  if (!m) return false;
-  return timingSafeEqual(digest(m[1]!), expected);
+  // A bare "Bearer" is what clients send when the env var holding the token was empty.
+  if (!m) return 'not a Bearer header';
+  if (timingSafeEqual(digest(m[1]!), expected)) return null;
+  // A client that did not expand its config's env reference sends it literally.
+  return /^\$\{?[A-Za-z_][A-Za-z0-9_]*\}?$/.test(m[1]!) ? 'unexpanded env-var placeholder' : 'wrong token';
 }
 
 function unauthorized(res: ServerResponse): void {

@@ -14,10 +14,16 @@ export interface ServiceStep {
   run(): Promise<void>;
 }
 
+/**
+ * `opts.pathEnv` (default: this process's PATH) is written into the unit: a service starts with the init system's minimal PATH, where the agent CLIs the
+ * user installed (npm -g, ~/.local/bin, Homebrew) are not, so it gets the PATH `baton service install` ran with.
+ */
 export function serviceFiles(
   cfg: HubConfig,
   batonScript: string,
+  opts: { pathEnv?: string; platform?: NodeJS.Platform } = {},
 ): { install: ServiceStep[]; uninstall: ServiceStep[] } {
+  const pathEnv = opts.pathEnv ?? process.env.PATH ?? '';
   const argv = [process.execPath, batonScript, '--config', cfg.path, 'serve'];
   const write = (path: string, text: string): ServiceStep => ({
     describe: `write ${path}:\n${text}`,
@@ -38,7 +44,7 @@ export function serviceFiles(
     describe: `remove ${path}`,
     run: async () => rmSync(path, { force: true }),
   });
-  if (process.platform === 'darwin') {
+  if ((opts.platform ?? process.platform) === 'darwin') {
     const plist = join(homedir(), 'Library', 'LaunchAgents', `${LABEL}.plist`);
     const args = argv.map((a) => `    <string>${escapeXml(a)}</string>`).join('\n');
     const text = `<?xml version="1.0" encoding="UTF-8"?>
@@ -50,6 +56,10 @@ export function serviceFiles(
   <array>
 ${args}
   </array>
+  <key>EnvironmentVariables</key>
+  <dict>
+    <key>PATH</key><string>${escapeXml(pathEnv)}</string>
+  </dict>
   <key>RunAtLoad</key><true/>
   <key>KeepAlive</key><true/>
   <key>StandardErrorPath</key><string>${escapeXml(join(cfg.stateDirPath, 'daemon.out'))}</string>
@@ -67,6 +77,7 @@ ${args}
 Description=baton hub (agents hand work to each other over MCP)
 
 [Service]
+Environment=${quoteSystemd(`PATH=${pathEnv}`)}
 ExecStart=${argv.map(quoteSystemd).join(' ')}
 Restart=on-failure
 KillMode=mixed
@@ -92,6 +103,8 @@ function escapeXml(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
+/** One word of a unit file line: quoted when needed, and `%` doubled so systemd does not read it as a specifier. */
 function quoteSystemd(s: string): string {
-  return /[\s"\\]/.test(s) ? `"${s.replace(/["\\]/g, '\\$&')}"` : s;
+  const word = s.replace(/%/g, '%%');
+  return /[\s"\\]/.test(word) ? `"${word.replace(/["\\]/g, '\\$&')}"` : word;
 }
