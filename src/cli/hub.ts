@@ -43,7 +43,9 @@ export function registerHubCommands(program: Command): void {
       reportRoots(r);
       if (r.created) {
         out(`agents found: ${r.agents.length ? r.agents.join(', ') : 'none (edit "agents" in the config)'}`);
-        out('run `baton examples` to write client snippets and tokens.env');
+        const { tokensFile } = writeExamples(loadConfig(location()));
+        out(`caller tokens: ${tokensFile} (export lines; source it where you start your clients)`);
+        out('next: `baton connect claude|codex|gemini|opencode`, then `baton start`');
       } else if (opts.port !== undefined) {
         out(`--port ignored: ${r.path} already exists and keeps its port`);
       }

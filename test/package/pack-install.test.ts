@@ -115,7 +115,7 @@ test('the packed tarball installs into a fresh prefix and runs under Node 24 wit
   await t.test('baton serve answers /healthz', async () => {
     const config = join(work, 'baton', 'config.json');
     const init = await run(baton, ['--config', config, 'init', '--root', join(work, 'project'), '--port', '0'], opts);
-    assert.match(init.stdout, /wrote /);
+    assert.match(init.stdout, /created .*config\.json with root /);
     const hub = spawn(baton, ['--config', config, 'serve'], { ...opts, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     hub.stdout.on('data', (d) => {
