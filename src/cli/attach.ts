@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { redactedError } from '../faces/attach/errors.ts';
 import { CrossHarnessMcpServer } from '../faces/attach/server.ts';
+import { redactedError } from '../lib/redact.ts';
 
 export function registerAttachCommand(program: Command): void {
   program
