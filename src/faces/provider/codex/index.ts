@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { type CodexModelProvider, codexModelProviderSchema } from '../../../agents/codex/config.ts';
 import { codexChildEnv } from '../../../agents/codex/env.ts';
-import { type CodexVersion, parseCodexVersion } from '../../../codex/version.ts';
+import { type CodexVersion, readCodexVersionOutput } from '../../../codex/version.ts';
 import { captureCommand } from '../../../lib/capture.ts';
 import { createLogger, isLogLevel, type Logger, type LogLevel } from '../../../lib/log.ts';
 import { redact } from '../../../lib/redact.ts';
@@ -187,8 +187,7 @@ export async function probeCodexVersion(
     timeoutMs: VERSION_PROBE_TIMEOUT_MS,
     maxChars: VERSION_PROBE_MAX_CHARS,
   });
-  const text = stdout.trim().replace(/^codex-cli\s+/, '');
-  const version = parseCodexVersion(text);
+  const { text, version } = readCodexVersionOutput(stdout);
   if (!version)
     logger.warn('codex --version was not readable; assuming a current Codex', { output: text.slice(0, 64) });
   return version;
