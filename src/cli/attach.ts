@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { redactedError } from '../faces/attach/errors.ts';
+import { redactedError } from '../lib/redact.ts';
 
 export function registerAttachCommand(program: Command): void {
   program

@@ -33,6 +33,12 @@ export function parseCodexVersion(text: string): CodexVersion | null {
   return { major: parts[0]!, minor: parts[1]!, patch: parts[2]!, prerelease, text };
 }
 
+/** `codex --version` output ("codex-cli 0.169.0"): the text after the program name, and that text parsed. */
+export function readCodexVersionOutput(stdout: string): { text: string; version: CodexVersion | null } {
+  const text = stdout.trim().replace(/^codex-cli\s+/, '');
+  return { text, version: parseCodexVersion(text) };
+}
+
 /** Semantic-versioning precedence: a prerelease sorts before its release. */
 export function compareCodexVersions(a: CodexVersion, b: CodexVersion): number {
   for (const key of ['major', 'minor', 'patch'] as const) {

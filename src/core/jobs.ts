@@ -7,7 +7,7 @@ import type { Agent, AgentSession, Sandbox } from '../agents/agent.ts';
 import type { Logger } from '../lib/log.ts';
 import { silentLogger } from '../lib/log.ts';
 import { DEFAULT_STOP_GRACE_MS, stopGroup } from '../lib/process-group.ts';
-import { redact } from '../lib/redact.ts';
+import { redact, safeText } from '../lib/redact.ts';
 import { cutCodePoints, statusLine, stripTerminalControls } from '../lib/text.ts';
 import { keepTail, pageTail, pageText, type TailPage, type TextPage } from './paging.ts';
 import { RetentionTable } from './retention.ts';
@@ -149,13 +149,6 @@ export class JobTable {
 
   get size(): number {
     return this.jobs.size;
-  }
-
-  /** Process groups of jobs that have not finished yet. */
-  trackedGroups(): number[] {
-    const out: number[] = [];
-    for (const job of this.jobs.values()) if (job.state === 'running') out.push(...job.pgids);
-    return out;
   }
 
   start(spec: JobSpec): { jobId: string; cursor: number } {
@@ -317,7 +310,7 @@ export class JobTable {
         break;
       }
       case 'error':
-        job.error = safeError(ev.message);
+        job.error = safeText(ev.message, MAX_ERROR_CODE_POINTS);
         break;
       case 'tool':
       case 'usage':
@@ -331,7 +324,7 @@ export class JobTable {
     job.finishedAt = this.now();
     // SE-1: the verdict is the one free text that crosses; known secrets and credential shapes are masked.
     job.result = state === 'completed' ? redact(job.result) : '';
-    if (state === 'failed') job.error = safeError(error ?? job.error ?? 'unknown error');
+    if (state === 'failed') job.error = safeText(error ?? job.error ?? 'unknown error', MAX_ERROR_CODE_POINTS);
     this.phase(job, `${job.label}: ${state}`, true);
   }
 
@@ -391,8 +384,4 @@ export class JobTable {
     }
     return job;
   }
-}
-
-function safeError(text: string): string {
-  return cutCodePoints(redact(stripTerminalControls(text)), MAX_ERROR_CODE_POINTS);
 }

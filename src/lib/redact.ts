@@ -35,8 +35,19 @@ export function redactError(err: unknown, extra: readonly string[] = []): string
   return redact(msg, extra);
 }
 
-/** A copy of `err` whose message (and nested messages of an AggregateError) carry no secret; keeps the name. */
+/** An error whose message is redacted when it is made, so redactedError() passes it on as it is. */
+export class RedactedError extends Error {
+  constructor(message: string) {
+    super(redact(message));
+  }
+}
+
+/**
+ * `err` with no secret in its message (or the nested messages of an AggregateError): a RedactedError as it is, any
+ * other error as a redacted copy that keeps the name.
+ */
 export function redactedError(err: unknown): Error {
+  if (err instanceof RedactedError) return err;
   if (err instanceof AggregateError) {
     return new AggregateError(err.errors.map(redactedError), redact(err.message));
   }

@@ -1,7 +1,7 @@
 // LB-3: strict Codex release numbers and the minimum-version check, table-driven.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { compareCodexVersions } from '../../src/codex/version.ts';
+import { compareCodexVersions, readCodexVersionOutput } from '../../src/codex/version.ts';
 import {
   CODEX_UNIX_SOCKET_MINIMUM_VERSION,
   CodexVersionUnsupportedError,
@@ -113,4 +113,10 @@ test('prerelease identifiers order numerically, then lexically, numeric before a
       );
     }
   }
+});
+
+test('readCodexVersionOutput takes the release after the program name of `codex --version`', () => {
+  assert.equal(readCodexVersionOutput('codex-cli 0.169.0\n').version?.text, '0.169.0');
+  assert.equal(readCodexVersionOutput('0.153.4').version?.text, '0.153.4');
+  assert.deepEqual(readCodexVersionOutput('  codex-cli   nightly \n'), { text: 'nightly', version: null });
 });

@@ -284,6 +284,33 @@ test('runPlan: a failing step puts back every file touched before it', async (t)
   assert.ok(!existsSync(created));
 });
 
+test('runPlan: a failing command is reported with its exit code and the end of its stderr; a missing one by name', async (t) => {
+  const dir = tempDir(t);
+  const exec = (argv: string[], tolerateFailure?: boolean): Plan => ({
+    client: 'claude',
+    scope: 'user',
+    files: [],
+    steps: [{ kind: 'exec', argv, why: 'a client CLI step', ...(tolerateFailure ? { tolerateFailure } : {}) }],
+  });
+  const failing = [process.execPath, '-e', 'console.log("out"); console.error("first\\nsecond"); process.exit(4)'];
+  await assert.rejects(runPlan(exec(failing), process.env, dir), (err: Error) => {
+    assert.ok(err instanceof ConnectError);
+    assert.match(err.message, /failed \(exit 4\): first second\nnothing was changed/);
+    return true;
+  });
+  const tolerated = await runPlan(exec(failing, true), process.env, dir);
+  assert.deepEqual(
+    tolerated.map((o) => [o.ok, o.detail]),
+    [[false, 'first second']],
+  );
+  const missing = join(dir, 'no-such-client');
+  await assert.rejects(runPlan(exec([missing, 'mcp', 'add']), process.env, dir), (err: Error) => {
+    assert.ok(err instanceof ConnectError);
+    assert.match(err.message, new RegExp(`^cannot run ${missing}: .*ENOENT`));
+    return true;
+  });
+});
+
 test('connect claude --provider codex: an absolute Node + baton command that serves MCP from any directory', async (t) => {
   const s = setup(t);
   const r = await s.connect(['claude', '--provider', 'codex']);

@@ -5,12 +5,12 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, statSync, symlinkSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import type { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { pickFreeLoopbackPort } from '../../src/lib/net.ts';
 import { startResponsesMock } from '../codex/support.ts';
 import { reply } from '../mock-models/responses.ts';
 import { bins, REPO_ROOT } from '../support/bins.ts';
@@ -37,14 +37,6 @@ const baton = (args: string[], cwd: string) =>
     cwd,
     env: isolatedEnv(cwd, { PATH: PATH_WITHOUT_AGENTS }),
   });
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 function raw(url: string, opts: { method?: string; headers?: Record<string, string>; body?: string }) {
   return new Promise<{ status: number; body: string }>((resolve, reject) => {
@@ -232,7 +224,7 @@ test('CLI with an explicit old-style .baton/config.json: init never rewrites tok
   const root = join(dir, 'proj');
   mkdirSync(root);
   const cfg = join(dir, '.baton', 'config.json');
-  const port = await freePort();
+  const port = await pickFreeLoopbackPort();
   const first = await baton(['--config', cfg, 'init', '--root', root, '--port', String(port)], dir);
   assert.match(first.stdout, /created .*config\.json with root /);
   const original = readFileSync(cfg, 'utf8');

@@ -5,10 +5,10 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
+import { pickFreeLoopbackPort } from '../../src/lib/net.ts';
 import { REPO_ROOT } from '../support/bins.ts';
 import { batonHome, call, connectCaller, followToEnd, isolatedEnv, startHub, writeHubConfig } from '../support/hub.ts';
 import { acpScript, SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
@@ -32,14 +32,6 @@ function baton(args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Ran
     (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
     (e: Ran) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
   );
-}
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
 }
 
 async function until(what: string, check: () => boolean, ms = 20_000): Promise<void> {
@@ -137,7 +129,7 @@ test('a running hub: roots added and removed from another dir apply without a re
   for (const d of [project, other]) mkdirSync(d!);
   const agentState = join(dir, 'agent-state');
   mkdirSync(agentState, { mode: 0o700 });
-  const port = await freePort();
+  const port = await pickFreeLoopbackPort();
   const hub = await startHub(t, {
     dir,
     byHome: true,

@@ -2,7 +2,7 @@
 // in the parent environment must reach no kind's child, whichever way the adapter builds the environment; the
 // variables each runtime needs (generic process settings, its own login and endpoint variables) still pass.
 import assert from 'node:assert/strict';
-import { chmodSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { agentEnvironment } from '../../src/agents/acp/process.ts';
@@ -10,7 +10,9 @@ import { ClaudeAgent } from '../../src/agents/claude/agent.ts';
 import { codexChildEnv } from '../../src/agents/codex/env.ts';
 import { GeminiAgent } from '../../src/agents/gemini/agent.ts';
 import { openCodeServerEnv } from '../../src/agents/opencode/agent.ts';
+import { probeCodexVersion } from '../../src/faces/provider/codex/index.ts';
 import { CHILD_KINDS, type ChildKind, childEnv } from '../../src/lib/child-env.ts';
+import { silentLogger } from '../../src/lib/log.ts';
 import { tempDir } from '../support/tmp.ts';
 
 const PLANTED = {
@@ -163,5 +165,33 @@ describe('every adapter builds its child environment through the allowlist', () 
     assert.deepEqual(batonKeys(Object.fromEntries(names.map((n) => [n, 1]))), []);
     assert.ok(names.includes('ANTHROPIC_BASE_URL') && names.includes('CLAUDE_CONFIG_DIR'));
     assert.ok(!names.includes('SOME_UNRELATED_SECRET'));
+  });
+
+  test("the Codex provider's `codex --version` probe sees no BATON_* variable", async (t) => {
+    const dir = tempDir(t);
+    // Stands in for `codex --version`: records the variables it was given, then prints a version line.
+    const fake = join(dir, 'fake-codex.mjs');
+    const seen = join(dir, 'seen.json');
+    writeFileSync(
+      fake,
+      `import { writeFileSync } from 'node:fs';\nwriteFileSync(process.argv[2], JSON.stringify({ argv: process.argv.slice(3), env: process.env }));\nconsole.log('codex-cli 0.153.4');\n`,
+    );
+    const saved = Object.fromEntries(Object.keys(PLANTED).map((k) => [k, process.env[k]]));
+    Object.assign(process.env, PLANTED);
+    t.after(() => {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    });
+    const userCodexHome = join(dir, 'user-codex');
+    const version = await probeCodexVersion([process.execPath, fake, seen], silentLogger, { userCodexHome });
+    assert.deepEqual(version && [version.major, version.minor, version.patch], [0, 153, 4]);
+    const child = JSON.parse(readFileSync(seen, 'utf8')) as { argv: string[]; env: Record<string, string> };
+    assert.deepEqual(child.argv, ['--version']);
+    assert.deepEqual(batonKeys(child.env), []);
+    for (const value of Object.values(PLANTED)) assert.ok(!Object.values(child.env).includes(value));
+    assert.equal(child.env.CODEX_HOME, userCodexHome);
+    assert.equal(child.env.PATH, process.env.PATH);
   });
 });

@@ -10,8 +10,6 @@ import { prepareCodexHome } from './home.ts';
 import { probeCodex } from './probe.ts';
 import { type CodexAgentExtras, CodexSession } from './session.ts';
 
-/** @deprecated Kept for src/faces/provider/codex/legacy.ts; use codexChildEnv from ./env.ts. */
-export { codexChildEnv as childEnv } from './env.ts';
 export type { CodexAgentExtras } from './session.ts';
 
 /** A cold app-server can take a while to answer initialize. */

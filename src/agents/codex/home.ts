@@ -12,8 +12,6 @@ import type { CodexAgentConfig } from './config.ts';
 export const AUTH_FILE = 'auth.json';
 export const CONFIG_FILE = 'config.toml';
 
-export { providerTable, tomlString } from '../../codex/config-toml.ts';
-
 /**
  * The minimal config: no MCP servers, plugins/apps/hooks/sub-agents off, no update check, no history, no telemetry.
  * `untrustedProjects` are marked untrusted: Codex otherwise trusts a thread's cwd on its own and then loads the

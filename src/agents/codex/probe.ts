@@ -1,6 +1,6 @@
 // AG-6 for Codex: `codex --version`, `codex login status` and an app-server initialize; no thread, no inference.
 import { CodexAppServerClient } from '../../codex/app-server-client.ts';
-import { parseCodexVersion } from '../../codex/version.ts';
+import { readCodexVersionOutput } from '../../codex/version.ts';
 import { captureCommand } from '../../lib/capture.ts';
 import type { ChildGroup } from '../../lib/process-group.ts';
 import { redact } from '../../lib/redact.ts';
@@ -39,8 +39,7 @@ export async function probeCodex(opts: CodexProbeOptions): Promise<AgentProbe> {
       detail: `could not run ${file} --version: ${version.error?.message ?? `exit code ${version.code}`}`,
     };
   }
-  const versionText = version.stdout.trim().replace(/^codex-cli\s+/, '');
-  const parsed = parseCodexVersion(versionText);
+  const { text: versionText, version: parsed } = readCodexVersionOutput(version.stdout);
   const login = await run(['login', 'status']);
   const loginState = login.code === 0 ? 'ok' : login.code === 1 ? 'missing' : 'unknown';
   const details: string[] = [];

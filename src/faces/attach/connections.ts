@@ -3,9 +3,9 @@
 // can be retried.
 import { randomUUID } from 'node:crypto';
 import { isAbsolute as isPosixAbsolute, normalize as normalizePosix } from 'node:path/posix';
-import { registerSecret } from '../../lib/redact.ts';
+import { redactedError, registerSecret } from '../../lib/redact.ts';
 import { approveServerUrl, canonicalOrigin, type HarnessName, isLoopbackHost, isPlainText } from './allowlist.ts';
-import { AttachError, redactedError, withRedaction } from './errors.ts';
+import { AttachError, withRedaction } from './errors.ts';
 import type {
   ChatSummary,
   ChatTranscript,

@@ -4,8 +4,9 @@
 import { randomUUID } from 'node:crypto';
 import { RetentionTable } from '../../core/retention.ts';
 import { Waiters } from '../../core/waiters.ts';
+import { redactedError } from '../../lib/redact.ts';
 import type { HarnessName } from './allowlist.ts';
-import { AttachError, redactedError } from './errors.ts';
+import { AttachError } from './errors.ts';
 import type { SendReply } from './harness.ts';
 
 export const MAX_DISPATCH_RECORDS = 100;

@@ -1,16 +1,11 @@
 // Errors the attach face shows a caller: always redacted (AT-4, SE-1), whatever produced them.
-import { redact, redactedError as redactAnyError } from '../../lib/redact.ts';
+import { RedactedError, redactedError } from '../../lib/redact.ts';
 
-export class AttachError extends Error {
+export class AttachError extends RedactedError {
   constructor(message: string) {
-    super(redact(message));
+    super(message);
     this.name = 'AttachError';
   }
-}
-
-/** A copy of `err` whose message (and nested messages) carry no registered secret; an AttachError already is one. */
-export function redactedError(err: unknown): Error {
-  return err instanceof AttachError ? err : redactAnyError(err);
 }
 
 export async function withRedaction<T>(fn: () => Promise<T>): Promise<T> {

@@ -4,10 +4,10 @@ import type { Readable, Writable } from 'node:stream';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { redactedError } from '../../lib/redact.ts';
 import { BATON_VERSION } from '../../version.ts';
 import { allowlistFromEnv } from './allowlist.ts';
 import { ConnectionRegistry } from './connections.ts';
-import { redactedError } from './errors.ts';
 import { CrossHarnessMcpToolRegistrar } from './tools.ts';
 
 export interface CrossHarnessMcpServerOptions {

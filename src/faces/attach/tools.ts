@@ -11,12 +11,11 @@ import {
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { redact, redactDeep } from '../../lib/redact.ts';
+import { redact, redactDeep, redactedError } from '../../lib/redact.ts';
 import { describeIssues } from '../mcp-tools.ts';
 import { MAX_SERVER_URL_LENGTH } from './allowlist.ts';
 import { type ConnectionRegistry, HARNESSES, MAX_DIRECTORY_LENGTH } from './connections.ts';
 import { DispatchRegistry } from './dispatches.ts';
-import { redactedError } from './errors.ts';
 
 export const SEND_MESSAGE_DEFAULT_TIMEOUT_SECONDS = 300;
 export const SEND_MESSAGE_ASYNC_DEFAULT_TIMEOUT_SECONDS = 900;

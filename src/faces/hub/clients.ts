@@ -1,10 +1,10 @@
 // `baton connect` (issue 10): how each MCP client registers baton through its own CLI, plus exactly the one setting
 // that client needs to call baton's tools without asking. Plans are data (printable with --print), run by runPlan,
 // which puts every touched file back when a step fails. No token is ever written: each client reads it from an env var.
-import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { captureCommand } from '../../lib/capture.ts';
 import { writePrivateFile } from '../../lib/private-fs.ts';
 
 export const CLIENTS = ['claude', 'codex', 'gemini', 'opencode'] as const;
@@ -364,28 +364,22 @@ function readIfExists(path: string): string | undefined {
 }
 
 const EXEC_TIMEOUT_MS = 120_000;
+/** A client's `mcp add`/`remove` prints a line or two; only the last lines explain a failure. */
+const EXEC_MAX_CHARS = 1024 * 1024;
 
-function execCapture(
+async function execCapture(
   argv: string[],
   env: NodeJS.ProcessEnv,
   cwd: string,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), {
-      cwd,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: EXEC_TIMEOUT_MS,
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    child.once('error', (err) => reject(new ConnectError(`cannot run ${argv[0]}: ${err.message}`)));
-    child.once('close', (code, signal) => resolve({ code: code ?? (signal ? 128 : 1), stdout, stderr }));
+  const r = await captureCommand(argv, {
+    env,
+    cwd,
+    timeoutMs: EXEC_TIMEOUT_MS,
+    maxChars: EXEC_MAX_CHARS,
+    stderr: true,
   });
+  if (r.error) throw new ConnectError(`cannot run ${argv[0]}: ${r.error.message}`);
+  // A command killed at the deadline has no exit code.
+  return { code: r.code ?? 128, stdout: r.stdout, stderr: r.stderr ?? '' };
 }

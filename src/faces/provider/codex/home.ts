@@ -4,7 +4,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CodexModelProvider } from '../../../agents/codex/config.ts';
-import { type PreparedHome, prepareCodexHome, providerTable, tomlString } from '../../../agents/codex/home.ts';
+import { type PreparedHome, prepareCodexHome } from '../../../agents/codex/home.ts';
+import { renderCodexConfig } from '../../../codex/config-toml.ts';
 import { type CodexVersion, compareCodexVersions, parseCodexVersion } from '../../../codex/version.ts';
 import { ensurePrivateDir } from '../../../lib/private-fs.ts';
 
@@ -38,42 +39,40 @@ export function isAppServerCodex(version: CodexVersion | null): boolean {
 
 /** The isolated config.toml: exactly the P-CX defaults, the operator's provider, and untrusted project entries. */
 export function renderProviderConfig(settings: CodexHomeSettings, untrustedProjects: readonly string[] = []): string {
-  const lines = [
-    `model = ${tomlString(settings.model)}`,
-    `model_reasoning_effort = ${tomlString(settings.effort)}`,
-    ...(settings.modelProvider ? [`model_provider = ${tomlString(settings.modelProvider.id)}`] : []),
-    `sandbox_mode = ${tomlString(settings.sandboxMode)}`,
-    `approval_policy = ${tomlString(settings.approvalPolicy)}`,
-    'web_search = "cached"',
-    'check_for_update_on_startup = false',
-    'allow_login_shell = false',
-    ...(settings.fastMode ? ['service_tier = "fast"'] : []),
-    '',
-    '[history]',
-    'persistence = "none"',
-    '',
-    '[analytics]',
-    'enabled = false',
-    '',
-    '[feedback]',
-    'enabled = false',
-    '',
-    '[sandbox_workspace_write]',
-    `network_access = ${settings.workspaceNetwork}`,
-    '',
-    ...(wantsAgentsTable(settings.version) ? ['[agents]', 'enabled = false', ''] : []),
-    '[features]',
-    'multi_agent = false',
-    'apps = false',
-    'plugins = false',
-    'hooks = false',
-    'skill_mcp_dependency_install = false',
-    ...(settings.fastMode ? ['fast_mode = true'] : []),
-  ];
-  if (settings.modelProvider) lines.push('', ...providerTable(settings.modelProvider));
-  for (const project of untrustedProjects)
-    lines.push('', `[projects.${tomlString(project)}]`, 'trust_level = "untrusted"');
-  return `# Written by baton for the Codex provider; rewritten at every start.\n${lines.join('\n')}\n`;
+  return renderCodexConfig({
+    comment: 'Written by baton for the Codex provider; rewritten at every start.',
+    top: [
+      ['model', settings.model],
+      ['model_reasoning_effort', settings.effort],
+      settings.modelProvider ? ['model_provider', settings.modelProvider.id] : undefined,
+      ['sandbox_mode', settings.sandboxMode],
+      ['approval_policy', settings.approvalPolicy],
+      ['web_search', 'cached'],
+      ['check_for_update_on_startup', false],
+      ['allow_login_shell', false],
+      settings.fastMode ? ['service_tier', 'fast'] : undefined,
+    ],
+    tables: [
+      ['history', [['persistence', 'none']]],
+      ['analytics', [['enabled', false]]],
+      ['feedback', [['enabled', false]]],
+      ['sandbox_workspace_write', [['network_access', settings.workspaceNetwork]]],
+      wantsAgentsTable(settings.version) ? ['agents', [['enabled', false]]] : undefined,
+      [
+        'features',
+        [
+          ['multi_agent', false],
+          ['apps', false],
+          ['plugins', false],
+          ['hooks', false],
+          ['skill_mcp_dependency_install', false],
+          settings.fastMode ? ['fast_mode', true] : undefined,
+        ],
+      ],
+    ],
+    provider: settings.modelProvider,
+    untrustedProjects,
+  });
 }
 
 /**

@@ -7,9 +7,10 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { type CodexModelProvider, codexModelProviderSchema } from '../../../agents/codex/config.ts';
-import { type CodexVersion, parseCodexVersion } from '../../../codex/version.ts';
+import { codexChildEnv } from '../../../agents/codex/env.ts';
+import { type CodexVersion, readCodexVersionOutput } from '../../../codex/version.ts';
+import { captureCommand } from '../../../lib/capture.ts';
 import { createLogger, isLogLevel, type Logger, type LogLevel } from '../../../lib/log.ts';
-import { spawnGroup } from '../../../lib/process-group.ts';
 import { redact } from '../../../lib/redact.ts';
 import { serveProviderStdio } from '../stdio-server.ts';
 import { appServerTools } from './app-server.ts';
@@ -33,6 +34,8 @@ export const DEFAULT_STATUS_INTERVAL_S = 30;
 export const DEFAULT_PROGRESS_HEARTBEAT_S = 10;
 export const DEFAULT_EFFORT = 'xhigh';
 const VERSION_PROBE_TIMEOUT_MS = 20_000;
+/** `codex --version` prints one short line; anything past this is not a version. */
+const VERSION_PROBE_MAX_CHARS = 4096;
 
 export interface CodexProviderFlags {
   codexCommand: string;
@@ -168,21 +171,23 @@ export function codexArgv(command: string): string[] {
   return /\.[cm]?js$/.test(command) ? [process.execPath, command] : [command];
 }
 
-/** `codex --version` once; null when it cannot be read (treated as modern). */
-export async function probeCodexVersion(command: string[], logger: Logger): Promise<CodexVersion | null> {
-  const [file, ...args] = command;
-  const group = spawnGroup(file!, [...args, '--version'], { stdio: ['ignore', 'pipe', 'ignore'] });
-  let out = '';
-  group.child.on('error', () => {});
-  group.child.stdout?.setEncoding('utf8');
-  group.child.stdout?.on('data', (d: string) => {
-    if (out.length < 4096) out += d;
+/**
+ * `codex --version` once; null when it cannot be read (treated as modern). Its environment is the Codex child
+ * allowlist like every other Codex child (no BATON_* variable); CODEX_HOME stays the user's, as an inherited
+ * environment had it, since no isolated home exists before the version picks the path.
+ */
+export async function probeCodexVersion(
+  command: string[],
+  logger: Logger,
+  home: { userCodexHome: string; modelProvider?: CodexModelProvider },
+): Promise<CodexVersion | null> {
+  const env = codexChildEnv(home.modelProvider ? { modelProvider: home.modelProvider } : {}, home.userCodexHome);
+  const { stdout } = await captureCommand([...command, '--version'], {
+    env,
+    timeoutMs: VERSION_PROBE_TIMEOUT_MS,
+    maxChars: VERSION_PROBE_MAX_CHARS,
   });
-  const timer = setTimeout(() => void group.stop(1_000), VERSION_PROBE_TIMEOUT_MS);
-  await group.exited;
-  clearTimeout(timer);
-  const text = out.trim().replace(/^codex-cli\s+/, '');
-  const version = parseCodexVersion(text);
+  const { text, version } = readCodexVersionOutput(stdout);
   if (!version)
     logger.warn('codex --version was not readable; assuming a current Codex', { output: text.slice(0, 64) });
   return version;
@@ -193,8 +198,11 @@ export async function run(argv: string[]): Promise<void> {
   const logger = createLogger({ level: flags.logLevel, component: 'provider-codex' });
   const launchDir = process.cwd();
   const command = codexArgv(flags.codexCommand);
-  const version = await probeCodexVersion(command, logger);
   const userCodexHome = flags.userCodexHome ?? process.env.CODEX_HOME ?? join(homedir(), '.codex');
+  const version = await probeCodexVersion(command, logger, {
+    userCodexHome,
+    ...(flags.codexModelProvider ? { modelProvider: flags.codexModelProvider } : {}),
+  });
   const settings: CodexHomeSettings = {
     model: flags.model,
     effort: flags.modelReasoningEffort,

@@ -4,12 +4,12 @@
 import type { Readable, Writable } from 'node:stream';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { Sandbox } from '../../../agents/agent.ts';
-import { childEnv } from '../../../agents/codex/adapter.ts';
+import { codexChildEnv } from '../../../agents/codex/env.ts';
 import { JobTable } from '../../../core/jobs.ts';
 import { readLines } from '../../../lib/jsonl.ts';
 import type { Logger } from '../../../lib/log.ts';
 import { type ChildGroup, spawnGroup } from '../../../lib/process-group.ts';
-import { redact } from '../../../lib/redact.ts';
+import { redact, redactError } from '../../../lib/redact.ts';
 import { stripTerminalControls } from '../../../lib/text.ts';
 import { describeIssues, toolError, toolJsonSchema } from '../../mcp-tools.ts';
 import { MAX_CLIENT_FRAME_BYTES, type ProviderTool, ToolFailure } from '../stdio-server.ts';
@@ -74,7 +74,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
   const terminalGraceMs = opts.terminalGraceMs ?? DEFAULT_TERMINAL_RESPONSE_GRACE_MS;
   const home = prepareProviderHome(opts.homeDir, opts.settings, opts.userCodexHome, opts.launchDir);
   const [file, ...prefix] = opts.command;
-  const env = childEnv(
+  const env = codexChildEnv(
     { ...(opts.settings.modelProvider ? { modelProvider: opts.settings.modelProvider } : {}) },
     opts.homeDir,
   );
@@ -329,7 +329,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
       if (!controller.signal.aborted) send({ id, result });
     } catch (err) {
       if (controller.signal.aborted) return;
-      const message = redact(err instanceof Error ? err.message : String(err));
+      const message = redactError(err);
       send({ id, result: toolError(message, err instanceof ToolFailure ? err.structured : undefined) });
     } finally {
       localRequests.delete(keyOf(id));
