@@ -4,6 +4,15 @@
 import { chmodSync, existsSync } from 'node:fs';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import { PRIVATE_FILE_MODE } from '../lib/private-fs.ts';
+import {
+  checkFiles,
+  headerChecksum,
+  readMarker,
+  StoreDamagedError,
+  type StoreMarker,
+  walPath,
+  writeMarker,
+} from './store-guard.ts';
 import type { Isolation, RoundRow, TaskEvent, TaskRow, TaskState } from './task.ts';
 
 const MIGRATIONS: string[] = [
@@ -39,17 +48,132 @@ export interface WorkerRecord {
 
 type Row = Record<string, SQLInputValue>;
 
+/** A write refused because the disk (or the file system holding the state dir) is full. */
+export class StoreFullError extends Error {
+  constructor(what: string) {
+    super(`disk full: ${what}; free space on the disk holding baton's state dir and retry`);
+    this.name = 'StoreFullError';
+  }
+}
+
+const SQLITE_FULL = 13;
+
+/** SQLITE_FULL from SQLite, or ENOSPC from a plain file write. */
+export function isDiskFull(err: unknown): boolean {
+  const e = err as { errcode?: number; code?: string; message?: string } | null;
+  if (!e) return false;
+  return (
+    e instanceof StoreFullError ||
+    (typeof e.errcode === 'number' && (e.errcode & 0xff) === SQLITE_FULL) ||
+    e.code === 'ENOSPC' ||
+    /database or disk is full|no space left on device/i.test(String(e.message))
+  );
+}
+
+/** Rethrows a disk-full failure as StoreFullError so every caller sees one clear message. */
+function diskFull(err: unknown, what: string): unknown {
+  return isDiskFull(err) && !(err instanceof StoreFullError) ? new StoreFullError(what) : err;
+}
+
 export class Store {
   readonly db: DatabaseSync;
+  readonly path: string;
+  /** The marker beside the DB (null for an in-memory store). */
+  private marker: StoreMarker | null = null;
+  /** A task was inserted in the current transaction: the marker is rewritten once it commits. */
+  private markerDirty = false;
+  /** Runs before a top-level transaction begins (the task log flushes buffered events, to keep them in order). */
+  beforeWrite: (() => void) | undefined;
 
+  /**
+   * Opens the store at `path`, refusing (StoreDamagedError) when files are missing or damaged where the marker says
+   * data existed, and when PRAGMA quick_check fails. A fresh state dir opens as an empty store.
+   */
   constructor(path: string) {
-    const fresh = path !== ':memory:' && !existsSync(path);
-    this.db = new DatabaseSync(path);
-    if (fresh) chmodSync(path, PRIVATE_FILE_MODE);
-    this.db.exec(
-      'PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;',
+    this.path = path;
+    const onDisk = path !== ':memory:';
+    const previous = onDisk ? readMarker(path) : null;
+    if (onDisk) checkFiles(path, previous);
+    const fresh = onDisk && !existsSync(path);
+    try {
+      this.db = new DatabaseSync(path);
+      if (fresh) chmodSync(path, PRIVATE_FILE_MODE);
+      this.db.exec(
+        'PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;',
+      );
+    } catch (err) {
+      throw diskFull(err, `cannot open the store ${path}`);
+    }
+    try {
+      if (onDisk) this.verify(previous);
+      this.migrate();
+      if (onDisk) {
+        this.marker = { ...this.currentMarker(), clean: false };
+        writeMarker(path, this.marker);
+      }
+    } catch (err) {
+      // Closing without the clean mark: a refused store keeps its files exactly as they were found.
+      this.db.close();
+      throw diskFull(err, `cannot open the store ${path}`);
+    }
+  }
+
+  /** quick_check, then the marker's promise: every task it counted is still there. */
+  private verify(previous: StoreMarker | null): void {
+    const problems = (this.db.prepare('PRAGMA quick_check').all() as { quick_check: string }[]).map(
+      (r) => r.quick_check,
     );
-    this.migrate();
+    if (problems.length !== 1 || problems[0] !== 'ok') {
+      const wal = existsSync(walPath(this.path)) ? ` (read together with its WAL ${walPath(this.path)})` : '';
+      throw new StoreDamagedError(this.path, `fails PRAGMA quick_check${wal}: ${problems.slice(0, 3).join('; ')}`);
+    }
+    if (!previous || previous.tasks === 0) return;
+    const { tasks, last } = this.counts();
+    if (tasks < previous.tasks || (previous.lastTaskId !== null && !last.has(previous.lastTaskId))) {
+      throw new StoreDamagedError(
+        this.path,
+        `holds ${tasks} task(s), but the store held ${previous.tasks} (last ${previous.lastTaskId ?? 'unknown'})`,
+      );
+    }
+  }
+
+  private counts(): { tasks: number; last: { has(id: string): boolean } } {
+    const hasTable = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tasks'").get();
+    if (!hasTable) return { tasks: 0, last: { has: () => false } };
+    const tasks = (this.db.prepare('SELECT COALESCE(MAX(list_order), 0) AS n FROM tasks').get() as { n: number }).n;
+    const byId = this.db.prepare('SELECT 1 FROM tasks WHERE id = ?');
+    return { tasks, last: { has: (id) => byId.get(id) !== undefined } };
+  }
+
+  private currentMarker(): StoreMarker {
+    const schema = (this.db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version;
+    const last = this.db.prepare('SELECT id, list_order FROM tasks ORDER BY list_order DESC LIMIT 1').get() as
+      | { id: string; list_order: number }
+      | undefined;
+    return {
+      schema,
+      tasks: last?.list_order ?? 0,
+      lastTaskId: last?.id ?? null,
+      header: headerChecksum(this.path),
+      clean: false,
+    };
+  }
+
+  /** The marker as it stands (null in memory). */
+  markerState(): StoreMarker | null {
+    return this.marker;
+  }
+
+  private afterCommit(): void {
+    if (!this.markerDirty || !this.marker) return;
+    // The marker is a lower bound written after the commit: a crash (or a full disk) between the two leaves it behind
+    // what is on disk, never ahead. A failed write is retried at the next task.
+    try {
+      const next = { ...this.currentMarker(), clean: false };
+      writeMarker(this.path, next);
+      this.marker = next;
+      this.markerDirty = false;
+    } catch {}
   }
 
   private migrate(): void {
@@ -62,22 +186,42 @@ export class Store {
     }
   }
 
-  /** Runs `fn` in one transaction (nested calls join the outer one). */
+  /**
+   * Runs `fn` in one transaction (nested calls join the outer one). A full disk fails as StoreFullError; SQLite may
+   * already have rolled back by itself then, so ROLLBACK is issued only while a transaction is still open.
+   */
   tx<T>(fn: () => T): T {
     if (this.db.isTransaction) return fn();
-    this.db.exec('BEGIN IMMEDIATE');
+    this.beforeWrite?.();
+    let out: T;
     try {
-      const out = fn();
+      this.db.exec('BEGIN IMMEDIATE');
+      out = fn();
       this.db.exec('COMMIT');
-      return out;
     } catch (err) {
-      this.db.exec('ROLLBACK');
-      throw err;
+      if (this.db.isTransaction) this.db.exec('ROLLBACK');
+      throw diskFull(err, 'the store could not write');
     }
+    this.afterCommit();
+    return out;
   }
 
+  /**
+   * Closes the store: checkpoints the WAL into baton.db, then records the clean stop, so a WAL found missing later
+   * while the marker says "not clean" means commits were lost.
+   */
   close(): void {
-    if (this.db.isOpen) this.db.close();
+    if (!this.db.isOpen) return;
+    if (this.marker) {
+      try {
+        this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+        this.marker = { ...this.currentMarker(), clean: true };
+        writeMarker(this.path, this.marker);
+      } catch {
+        // A failed checkpoint (disk full) leaves the marker "not clean": the WAL stays and is replayed next time.
+      }
+    }
+    this.db.close();
   }
 
   // ---- tasks
@@ -112,6 +256,8 @@ export class Store {
         t.now,
         order,
       );
+    this.markerDirty = true;
+    if (!this.db.isTransaction) this.afterCommit();
   }
 
   getTask(id: string): TaskRow | undefined {
