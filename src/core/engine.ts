@@ -208,7 +208,9 @@ export class Engine {
       active.controller.abort(new Error('cancelled'));
       return this.view(this.mustGet(task.id));
     }
-    this.store.appendEvent(task.id, { time: now(), round: active.round, kind: 'cancel_requested' });
+    this.store.tx(() =>
+      this.store.appendEvent(task.id, { time: now(), round: active.round, kind: 'cancel_requested' }),
+    );
     this.waiters.wake(task.id);
     active.controller.abort(new Error('cancelled'));
     return this.view(this.mustGet(task.id));
@@ -280,6 +282,7 @@ export class Engine {
       afterOrder = Number(Buffer.from(cursor, 'base64url').toString('utf8'));
       if (!Number.isSafeInteger(afterOrder) || afterOrder < 0) throw new EngineError('invalid', 'cursor is not valid');
     }
+    this.log.flushForRead();
     const { tasks, orders } = this.store.listTasks(caller, afterOrder, limit + 1);
     const more = tasks.length > limit;
     const page = tasks.slice(0, limit);
@@ -300,6 +303,7 @@ export class Engine {
     const pending = [...this.active.values()];
     for (const a of pending) a.controller.abort(new Error('daemon stopping'));
     await Promise.allSettled(pending.map((a) => a.done));
+    this.log.close();
   }
 
   // ---------------------------------------------------------------- execution
@@ -491,6 +495,8 @@ export class Engine {
   }
 
   private owned(caller: Reader, taskId: string): TaskRow {
+    // What a caller reads includes every event received so far (they are written in batches).
+    this.log.flushForRead();
     const task = this.store.getTask(taskId);
     // Another caller's task is indistinguishable from a missing one (SE-3); the operator sees every task.
     if (!task || (caller !== OPERATOR && task.caller !== caller))
