@@ -107,7 +107,12 @@ export class TaskLog {
     let queued: Pending;
     switch (ev.kind) {
       case 'session':
-        this.recordSession(taskId, n, ev.id);
+        try {
+          this.recordSession(taskId, n, ev.id);
+        } catch (err) {
+          // Called from the agent's stream: a full disk is logged here rather than thrown into the adapter.
+          this.logger.error('recording the session failed', { taskId, error: redactError(err) });
+        }
         return;
       case 'status':
         queued = { taskId, event: { ...base, kind: 'status', text: statusLine(ev.text) } };

@@ -20,7 +20,7 @@ import {
   OPERATOR,
 } from '../../core/engine.ts';
 import { DaemonLease } from '../../core/lease.ts';
-import { Store } from '../../core/store.ts';
+import { isDiskFull, Store, StoreFullError } from '../../core/store.ts';
 import { createLogger, type Logger, type LogLevel } from '../../lib/log.ts';
 import { ensurePrivateDir } from '../../lib/private-fs.ts';
 import { redactError } from '../../lib/redact.ts';
@@ -136,6 +136,17 @@ export class Hub {
 
   /** Takes the state-dir lease, recovers from a previous crash, runs the preflight and starts listening. */
   static async start(opts: HubOptions): Promise<Hub> {
+    try {
+      return await Hub.startOnce(opts);
+    } catch (err) {
+      // Whichever write hit the full disk first (lease, store, marker, recovery), the operator reads one clear reason.
+      if (isDiskFull(err) && !(err instanceof StoreFullError))
+        throw new StoreFullError(`the hub cannot start: no space left for its state dir ${opts.config.stateDirPath}`);
+      throw err;
+    }
+  }
+
+  private static async startOnce(opts: HubOptions): Promise<Hub> {
     const stateDir = ensurePrivateDir(opts.config.stateDirPath);
     const lease = DaemonLease.acquire(stateDir);
     let hub: Hub;
@@ -338,6 +349,7 @@ export class Hub {
       return sendJson(res, 405, { error: `method ${req.method} not allowed here` });
     } catch (err) {
       if (err instanceof EngineError) return sendJson(res, ENGINE_ERROR_STATUS[err.code], { error: err.message });
+      if (isDiskFull(err)) return sendJson(res, 507, { error: new StoreFullError('nothing was changed').message });
       throw err;
     }
   }
