@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { registerAttachCommand } from './attach.ts';
 import { registerHubCommands } from './hub.ts';
 import { registerProviderCommand } from './mcp.ts';
+import { registerStoreCommand } from './store.ts';
 import { registerTasksCommand } from './tasks.ts';
 
 const program = new Command('baton')
@@ -14,6 +15,7 @@ registerHubCommands(program);
 registerProviderCommand(program);
 registerAttachCommand(program);
 registerTasksCommand(program);
+registerStoreCommand(program);
 
 try {
   await program.parseAsync(process.argv);

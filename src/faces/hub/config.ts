@@ -49,6 +49,14 @@ export const configSchema = z
       .strict()
       .default({ idleTimeoutMs: 600_000, hardTimeoutMs: 7_200_000, cancelGraceMs: 10_000 }),
     logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+    // Online copies of the store (issue 12): every `intervalHours` (0 = never), the newest `keep` are kept.
+    backups: z
+      .object({
+        intervalHours: z.number().min(0).max(8_760).default(24),
+        keep: z.number().int().min(1).max(1_000).default(3),
+      })
+      .strict()
+      .default({ intervalHours: 24, keep: 3 }),
   })
   .strict();
 

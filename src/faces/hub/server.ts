@@ -21,6 +21,7 @@ import {
 } from '../../core/engine.ts';
 import { DaemonLease } from '../../core/lease.ts';
 import { isDiskFull, Store, StoreFullError } from '../../core/store.ts';
+import { backupInto, listBackups } from '../../core/store-backup.ts';
 import { createLogger, type Logger, type LogLevel } from '../../lib/log.ts';
 import { ensurePrivateDir } from '../../lib/private-fs.ts';
 import { redactError } from '../../lib/redact.ts';
@@ -77,6 +78,7 @@ export class Hub {
   private configStamp: string | null;
   private watcher: FSWatcher | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
+  private backupTimer: NodeJS.Timeout | undefined;
   private closing: Promise<void> | undefined;
   /** Resolves when the hub has shut down (e.g. via `baton stop`). */
   readonly closed: Promise<void>;
@@ -170,9 +172,40 @@ export class Hub {
     }
     hub.sweepTimer = setInterval(() => hub.sweepSessions(), 60_000);
     hub.sweepTimer.unref();
+    hub.scheduleBackup(true);
     hub.logger.info('hub listening', { url: hub.url, agents: [...hub.agents.keys()], roots: hub.roots });
     if (!hub.roots.length) hub.logger.warn('no project roots yet: run `baton init` in a project');
     return hub;
+  }
+
+  /**
+   * Online backups (issue 12) every `backups.intervalHours`: the next one is due an interval after the newest copy,
+   * at once when a store with tasks has none. An empty store is not copied.
+   */
+  private scheduleBackup(atStart: boolean): void {
+    const { intervalHours, keep } = this.config.backups;
+    if (!intervalHours || this.closing) return;
+    const interval = intervalHours * 3_600_000;
+    const stateDir = this.config.stateDirPath;
+    const newest = listBackups(stateDir)[0];
+    const hasTasks = () => Object.values(this.store.stats()).some((n) => n > 0);
+    const delay = newest ? newest.mtimeMs + interval - Date.now() : atStart && hasTasks() ? 0 : interval;
+    this.backupTimer = setTimeout(
+      () => {
+        if (this.closing) return;
+        if (hasTasks()) {
+          try {
+            const b = backupInto(this.store.db, stateDir, keep);
+            this.logger.info('backup written', { path: b.path, bytes: b.size, keep });
+          } catch (err) {
+            this.logger.error('backup failed', { error: redactError(err) });
+          }
+        }
+        this.scheduleBackup(false);
+      },
+      Math.min(Math.max(0, delay), 2 ** 31 - 1),
+    );
+    this.backupTimer.unref();
   }
 
   /** Roots the hub authorises right now (real paths). */
@@ -268,6 +301,7 @@ export class Hub {
   async close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.sweepTimer);
+      clearTimeout(this.backupTimer);
       this.watcher?.close();
       this.dashboard.close();
       await this.engine.close();
@@ -428,7 +462,7 @@ export class Hub {
 }
 
 /** Config keys a running hub does not re-apply (roots do apply). */
-const RESTART_KEYS = ['listen', 'stateDir', 'control', 'callers', 'agents', 'limits', 'logLevel'] as const;
+const RESTART_KEYS = ['listen', 'stateDir', 'control', 'callers', 'agents', 'limits', 'logLevel', 'backups'] as const;
 
 function stampOf(path: string): string | null {
   try {
