@@ -6,7 +6,7 @@ export const DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024;
 export class FrameTooLargeError extends Error {
   readonly limit: number;
   constructor(limit: number) {
-    super(`incoming frame exceeds the ${limit}-byte limit`);
+    super(`output too large: an incoming line exceeds the ${limit}-byte limit`);
     this.name = 'FrameTooLargeError';
     this.limit = limit;
   }
