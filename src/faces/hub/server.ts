@@ -9,6 +9,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Agent, AgentProbe } from '../../agents/agent.ts';
+import { probeAgent } from '../../agents/probe.ts';
 import { createAgent } from '../../agents/registry.ts';
 import {
   DEFAULT_EVENT_PAGE,
@@ -20,6 +21,7 @@ import {
   OPERATOR,
 } from '../../core/engine.ts';
 import { DaemonLease } from '../../core/lease.ts';
+import { leaderStartTime } from '../../core/recovery.ts';
 import { isDiskFull, Store, StoreFullError } from '../../core/store.ts';
 import { backupInto, listBackups } from '../../core/store-backup.ts';
 import { createLogger, type Logger, type LogLevel } from '../../lib/log.ts';
@@ -35,7 +37,8 @@ import { Dashboard } from './ui/dashboard.ts';
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** An MCP session that sees no request for this long is dropped (its tasks are not: HB-6). */
 const SESSION_IDLE_MS = 30 * 60_000;
-const PROBE_TIMEOUT_MS = 20_000;
+/** The task id under which probe process groups are recorded in the workers table. */
+const PROBE_WORKER = 'probe';
 /** `baton tasks list` page size unless `limit` says otherwise. */
 const DEFAULT_CONTROL_LIST = 50;
 
@@ -264,14 +267,28 @@ export class Hub {
 
   /** Doctor preflight (AG-6): version and login of every configured agent, without spending inference. */
   async preflight(): Promise<AgentHealth[]> {
+    // Probe groups are recorded like workers: a hub killed mid-preflight leaves them to the next start's recovery.
     this.probes = await Promise.all(
-      [...this.agents.values()].map(async (agent) => {
-        try {
-          return await withTimeout(agent.probe(), PROBE_TIMEOUT_MS, `probe of ${agent.name} timed out`);
-        } catch (err) {
-          return { name: agent.name, kind: agent.kind, available: false, detail: redactError(err) };
-        }
-      }),
+      [...this.agents.values()].map((agent) =>
+        probeAgent(agent, {
+          timeoutMs: this.config.limits.probeTimeoutMs,
+          onGroup: (pgid) => {
+            try {
+              this.store.addWorker(
+                { pgid, taskId: PROBE_WORKER, leaderStart: leaderStartTime(pgid) },
+                new Date().toISOString(),
+              );
+            } catch (err) {
+              this.logger.warn('could not record a probe process group', { pgid, error: redactError(err) });
+            }
+          },
+          onGroupGone: (pgid) => {
+            try {
+              this.store.removeWorker(pgid);
+            } catch {}
+          },
+        }),
+      ),
     );
     for (const p of this.probes) {
       if (p.available) this.logger.info('agent ready', { agent: p.name, version: p.version, login: p.login });
@@ -515,14 +532,4 @@ async function readBody(req: IncomingMessage): Promise<{ text: string; tooLarge:
     chunks.push(chunk as Buffer);
   }
   return { text: Buffer.concat(chunks).toString('utf8'), tooLarge: false };
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(message)), ms);
-    }),
-  ]);
 }
