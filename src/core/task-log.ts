@@ -6,7 +6,7 @@ import type { Logger } from '../lib/log.ts';
 import { redactError } from '../lib/redact.ts';
 import { cutCodePoints, statusLine, stripTerminalControls } from '../lib/text.ts';
 import { keepTail } from './paging.ts';
-import type { Store } from './store.ts';
+import { isDiskFull, type Store } from './store.ts';
 import { assertTransition, type TaskEvent } from './task.ts';
 import type { Waiters } from './waiters.ts';
 
@@ -184,6 +184,15 @@ export class TaskLog {
         }
       });
     } catch (err) {
+      // A full disk keeps the batch for the retry; anything else would fail the same way forever and block every
+      // later write behind it, so that batch is dropped and said so.
+      if (!isDiskFull(err)) {
+        this.logger.error('events could not be written and were dropped', {
+          count: batch.length,
+          error: redactError(err),
+        });
+        return;
+      }
       this.pending = batch.concat(this.pending);
       throw err;
     }
