@@ -3,10 +3,11 @@
 import assert from 'node:assert/strict';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { test } from 'node:test';
 import { spawnGroup } from '../../src/lib/process-group.ts';
 import { REPO_ROOT } from '../support/bins.ts';
-import { isolatedEnv, startHub, writeHubConfig } from '../support/hub.ts';
+import { batonHome, isolatedEnv, startHub, writeHubConfig } from '../support/hub.ts';
 import { tempDir } from '../support/tmp.ts';
 
 /** Running, as opposed to gone or a zombie nobody reaped yet (a reparented child may stay one in a container). */
@@ -22,6 +23,21 @@ function running(pid: number): boolean {
     } catch {
       return false;
     }
+  }
+}
+
+/** Probe groups the hub recorded in its store (read through a second, read-only connection). */
+function recordedProbes(dbPath: string): number[] {
+  if (!existsSync(dbPath)) return [];
+  const db = new DatabaseSync(dbPath, { readOnly: true });
+  try {
+    return (db.prepare("SELECT pgid FROM workers WHERE task_id = 'probe'").all() as { pgid: number }[]).map((r) =>
+      Number(r.pgid),
+    );
+  } catch {
+    return [];
+  } finally {
+    db.close();
   }
 }
 
@@ -80,6 +96,11 @@ test('a hung --version probe is stopped at its deadline, and a killed hub leaves
   t.after(() => killed.stop(1_000));
   await until('the second probe', () => probePids().length >= 2);
   const p2 = probePids()[1]!;
+  // The probe may print its pid before the hub has committed its record: wait for the record, as a crash after it
+  // is the case under test.
+  await until('the hub to record the probe', () =>
+    recordedProbes(join(batonHome(dir), 'state', 'baton.db')).includes(p2),
+  );
   killed.child.kill('SIGKILL');
   await killed.exited;
   assert.equal(running(p2), true, 'the probe outlived the killed hub');
