@@ -58,7 +58,13 @@ test('a hung --version probe is stopped at its deadline, and a killed hub leaves
   const bin = join(dir, 'bin');
   mkdirSync(bin);
   const pids = join(dir, 'probe-pids');
-  const probePids = () => (existsSync(pids) ? readFileSync(pids, 'utf8').trim().split('\n').map(Number) : []);
+  // Every pid read is remembered: the temp dir (and the pid file) is removed before this test's own after hook runs.
+  const seen = new Set<number>();
+  const probePids = () => {
+    const list = existsSync(pids) ? readFileSync(pids, 'utf8').trim().split('\n').map(Number) : [];
+    for (const p of list) seen.add(p);
+    return list;
+  };
   writeFileSync(
     join(bin, 'dsh'),
     `#!/bin/sh\nif [ "$1" = "--version" ]; then echo $$ >> '${pids}'; exec sleep 100000; fi\nexit 1\n`,
@@ -67,9 +73,11 @@ test('a hung --version probe is stopped at its deadline, and a killed hub leaves
   const env = { PATH: `${bin}:${process.env.PATH}` };
   // Whatever happens to the assertions, no fixture process outlives the test.
   t.after(() => {
-    for (const pid of probePids()) {
+    probePids();
+    for (const pid of seen) {
       try {
-        process.kill(pid, 'SIGKILL');
+        // Only our fixture's sleep: never a process that reused the pid.
+        if (readFileSync(`/proc/${pid}/cmdline`, 'utf8') === 'sleep\x080000\0') process.kill(pid, 'SIGKILL');
       } catch {}
     }
   });
