@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
+import { probeAgent } from '../agents/probe.ts';
 import { addRoots, type HubConfig, listRoots, loadConfig, type RootsChange, removeRoot } from '../faces/hub/config.ts';
 import { writeExamples } from '../faces/hub/examples.ts';
 import { type ConfigLocation, locateConfig } from '../faces/hub/locate.ts';
@@ -89,9 +90,8 @@ export function registerHubCommands(program: Command): void {
       const rows: PreflightRow[] = [];
       for (const [name, entry] of Object.entries(cfg.agents)) {
         const agent = createAgent(name, entry, { stateDir: cfg.stateDirPath, logger: quietLogger });
-        const probe = await agent
-          .probe()
-          .catch((err) => ({ name, kind: entry.kind, available: false, detail: redactError(err) }) as const);
+        // Under a deadline, with every process the probe started stopped afterwards.
+        const probe = await probeAgent(agent, { timeoutMs: cfg.limits.probeTimeoutMs });
         const row: PreflightRow = { ...probe, name, kind: entry.kind };
         const deep = (agent as { probeSession?: () => Promise<void> }).probeSession;
         if (probe.available && deep) {

@@ -5,6 +5,7 @@ import { registerAttachCommand } from './attach.ts';
 import { registerConnectCommand } from './connect.ts';
 import { registerHubCommands } from './hub.ts';
 import { registerProviderCommand } from './mcp.ts';
+import { registerStoreCommand } from './store.ts';
 import { registerTasksCommand } from './tasks.ts';
 
 // Every agent binary baton runs or reports — init's discovery, doctor, the hub's agents, the providers — is looked up
@@ -22,6 +23,7 @@ registerProviderCommand(program);
 registerAttachCommand(program);
 registerTasksCommand(program);
 registerConnectCommand(program);
+registerStoreCommand(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -13,7 +13,7 @@ export interface ChannelLimits {
 
 export class MessageTooLargeError extends Error {
   constructor(limit: number) {
-    super(`an incoming message exceeds the ${limit}-byte limit`);
+    super(`output too large: an incoming message exceeds the ${limit}-byte limit`);
     this.name = 'MessageTooLargeError';
   }
 }

@@ -14,7 +14,7 @@ import { type LockScope, WorkspaceLocks } from './locks.ts';
 import { pageText } from './paging.ts';
 import { leaderStartTime, recoverAfterCrash } from './recovery.ts';
 import { type EndEvent, runRound } from './round.ts';
-import type { Store } from './store.ts';
+import { isDiskFull, type Store } from './store.ts';
 import { assertTransition, type Isolation, isTerminal, type TaskRow } from './task.ts';
 import { type RoundEnd, TaskLog } from './task-log.ts';
 import {
@@ -36,6 +36,8 @@ export const DEFAULT_EVENT_PAGE = 100;
 export const MAX_EVENT_PAGE = 500;
 export const DEFAULT_LIST_PAGE = 20;
 export const MAX_LIST_PAGE = 100;
+/** How often the end of a round that could not be written (a full disk) is retried. */
+const FINISH_RETRY_MS = 1_000;
 /**
  * Who reads or cancels a task: a caller name (MCP, sees only its own tasks) or `OPERATOR` (the control endpoint and
  * the dashboard, authenticated by the control token, see every caller's tasks with a `caller` field).
@@ -208,7 +210,9 @@ export class Engine {
       active.controller.abort(new Error('cancelled'));
       return this.view(this.mustGet(task.id));
     }
-    this.store.appendEvent(task.id, { time: now(), round: active.round, kind: 'cancel_requested' });
+    this.store.tx(() =>
+      this.store.appendEvent(task.id, { time: now(), round: active.round, kind: 'cancel_requested' }),
+    );
     this.waiters.wake(task.id);
     active.controller.abort(new Error('cancelled'));
     return this.view(this.mustGet(task.id));
@@ -280,6 +284,7 @@ export class Engine {
       afterOrder = Number(Buffer.from(cursor, 'base64url').toString('utf8'));
       if (!Number.isSafeInteger(afterOrder) || afterOrder < 0) throw new EngineError('invalid', 'cursor is not valid');
     }
+    this.log.flushForRead();
     const { tasks, orders } = this.store.listTasks(caller, afterOrder, limit + 1);
     const more = tasks.length > limit;
     const page = tasks.slice(0, limit);
@@ -300,6 +305,7 @@ export class Engine {
     const pending = [...this.active.values()];
     for (const a of pending) a.controller.abort(new Error('daemon stopping'));
     await Promise.allSettled(pending.map((a) => a.done));
+    this.log.close();
   }
 
   // ---------------------------------------------------------------- execution
@@ -318,8 +324,7 @@ export class Engine {
       .catch((err) => {
         this.opts.logger.error('round failed unexpectedly', { taskId, round, error: redactError(err) });
         const t = this.store.getTask(taskId);
-        if (t && !isTerminal(t.state))
-          this.log.finishRound(taskId, round, { state: 'failed', error: redactError(err) });
+        if (t && !isTerminal(t.state)) this.finish(taskId, round, { state: 'failed', error: redactError(err) });
       })
       .finally(() => {
         this.locks.release(taskId);
@@ -384,11 +389,33 @@ export class Engine {
     });
     const after = await snapshot(task.workdir);
     if (entry.cancelRequested || this.shuttingDown) {
-      this.log.finishRound(taskId, n, this.abortOutcome(entry, r.end, after), r.text);
+      this.finish(taskId, n, this.abortOutcome(entry, r.end, after), r.text);
     } else if (r.stop === 'too_large') {
-      this.log.finishRound(taskId, n, { state: 'failed', error: r.error, after });
+      this.finish(taskId, n, { state: 'failed', error: r.error, after });
     } else {
-      this.log.finishRound(taskId, n, { state: r.state, error: r.error ? redactError(r.error) : null, after }, r.text);
+      this.finish(taskId, n, { state: r.state, error: r.error ? redactError(r.error) : null, after }, r.text);
+    }
+  }
+
+  /**
+   * Records a round's end. On a full disk the outcome is kept and retried until the store writes again (the daemon
+   * stays up meanwhile); a stop of the daemon leaves it to the next start's recovery (interrupted).
+   */
+  private finish(taskId: string, n: number, end: RoundEnd, text?: string): void {
+    try {
+      this.log.finishRound(taskId, n, end, text);
+    } catch (err) {
+      if (!isDiskFull(err)) throw err;
+      this.opts.logger.error('recording the end of a round failed; retrying', {
+        taskId,
+        round: n,
+        error: redactError(err),
+      });
+      if (this.shuttingDown) return;
+      setTimeout(() => {
+        const t = this.store.getTask(taskId);
+        if (t && !isTerminal(t.state)) this.finish(taskId, n, end, text);
+      }, FINISH_RETRY_MS).unref();
     }
   }
 
@@ -491,6 +518,8 @@ export class Engine {
   }
 
   private owned(caller: Reader, taskId: string): TaskRow {
+    // What a caller reads includes every event received so far (they are written in batches).
+    this.log.flushForRead();
     const task = this.store.getTask(taskId);
     // Another caller's task is indistinguishable from a missing one (SE-3); the operator sees every task.
     if (!task || (caller !== OPERATOR && task.caller !== caller))

@@ -54,7 +54,7 @@ export interface RoundResult {
 
 /** Error text of a round whose answer went over the cap (TE-4). */
 function tooLargeError(maxBytes = MAX_RESULT_BYTES): string {
-  return `the final result exceeded ${maxBytes} bytes and was discarded`;
+  return `output too large: the final result exceeded ${maxBytes} bytes and was discarded`;
 }
 
 /**

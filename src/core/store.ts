@@ -2,8 +2,17 @@
 // Every write that acknowledges something to a caller is committed before the answer goes out: node:sqlite is
 // synchronous, so a method returning means its transaction is on disk.
 import { chmodSync, existsSync } from 'node:fs';
-import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { PRIVATE_FILE_MODE } from '../lib/private-fs.ts';
+import {
+  checkFiles,
+  headerChecksum,
+  readMarker,
+  StoreDamagedError,
+  type StoreMarker,
+  walPath,
+  writeMarker,
+} from './store-guard.ts';
 import type { Isolation, RoundRow, TaskEvent, TaskRow, TaskState } from './task.ts';
 
 const MIGRATIONS: string[] = [
@@ -39,21 +48,146 @@ export interface WorkerRecord {
 
 type Row = Record<string, SQLInputValue>;
 
+/** A write refused because the disk (or the file system holding the state dir) is full. */
+export class StoreFullError extends Error {
+  constructor(what: string) {
+    super(`disk full: ${what}; free space on the disk holding baton's state dir and retry`);
+    this.name = 'StoreFullError';
+  }
+}
+
+const SQLITE_FULL = 13;
+
+/** SQLITE_FULL from SQLite, or ENOSPC from a plain file write. */
+export function isDiskFull(err: unknown): boolean {
+  const e = err as { errcode?: number; code?: string; message?: string } | null;
+  if (!e) return false;
+  return (
+    e instanceof StoreFullError ||
+    (typeof e.errcode === 'number' && (e.errcode & 0xff) === SQLITE_FULL) ||
+    e.code === 'ENOSPC' ||
+    /database or disk is full|no space left on device/i.test(String(e.message))
+  );
+}
+
+/** Rethrows a disk-full failure as StoreFullError so every caller sees one clear message. */
+function diskFull(err: unknown, what: string): unknown {
+  return isDiskFull(err) && !(err instanceof StoreFullError) ? new StoreFullError(what) : err;
+}
+
 export class Store {
   readonly db: DatabaseSync;
+  readonly path: string;
+  /** The marker beside the DB (null for an in-memory store). */
+  private marker: StoreMarker | null = null;
+  /** A task was inserted in the current transaction: the marker is rewritten once it commits. */
+  private markerDirty = false;
+  /** Runs before a top-level transaction begins (the task log flushes buffered events, to keep them in order). */
+  beforeWrite: (() => void) | undefined;
 
+  /**
+   * Opens the store at `path`, refusing (StoreDamagedError) when files are missing or damaged where the marker says
+   * data existed, and when PRAGMA quick_check fails. A fresh state dir opens as an empty store.
+   */
   constructor(path: string) {
-    const fresh = path !== ':memory:' && !existsSync(path);
-    this.db = new DatabaseSync(path);
-    if (fresh) chmodSync(path, PRIVATE_FILE_MODE);
-    this.db.exec(
-      'PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;',
-    );
-    this.migrate();
+    this.path = path;
+    const onDisk = path !== ':memory:';
+    const previous = onDisk ? readMarker(path) : null;
+    if (onDisk) checkFiles(path, previous);
+    const fresh = onDisk && !existsSync(path);
+    try {
+      this.db = new DatabaseSync(path);
+      if (fresh) chmodSync(path, PRIVATE_FILE_MODE);
+      this.db.exec(
+        'PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;',
+      );
+    } catch (err) {
+      throw diskFull(err, `cannot open the store ${path}`);
+    }
+    try {
+      if (onDisk) this.verify(previous);
+      this.migrate();
+      if (onDisk) {
+        this.marker = { ...this.currentMarker(), clean: false };
+        writeMarker(path, this.marker);
+      }
+    } catch (err) {
+      // Closing without the clean mark: a refused store keeps its files exactly as they were found.
+      this.db.close();
+      throw diskFull(err, `cannot open the store ${path}`);
+    }
+  }
+
+  /** quick_check, then the marker's promise: every task it counted is still there. */
+  private verify(previous: StoreMarker | null): void {
+    const problems = (this.stmt('PRAGMA quick_check').all() as { quick_check: string }[]).map((r) => r.quick_check);
+    if (problems.length !== 1 || problems[0] !== 'ok') {
+      const wal = existsSync(walPath(this.path)) ? ` (read together with its WAL ${walPath(this.path)})` : '';
+      throw new StoreDamagedError(this.path, `fails PRAGMA quick_check${wal}: ${problems.slice(0, 3).join('; ')}`);
+    }
+    if (!previous || previous.tasks === 0) return;
+    const { tasks, last } = this.counts();
+    if (tasks < previous.tasks || (previous.lastTaskId !== null && !last.has(previous.lastTaskId))) {
+      throw new StoreDamagedError(
+        this.path,
+        `holds ${tasks} task(s), but the store held ${previous.tasks} (last ${previous.lastTaskId ?? 'unknown'})`,
+      );
+    }
+  }
+
+  private counts(): { tasks: number; last: { has(id: string): boolean } } {
+    const hasTable = this.stmt("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tasks'").get();
+    if (!hasTable) return { tasks: 0, last: { has: () => false } };
+    const tasks = (this.stmt('SELECT COALESCE(MAX(list_order), 0) AS n FROM tasks').get() as { n: number }).n;
+    const byId = this.stmt('SELECT 1 FROM tasks WHERE id = ?');
+    return { tasks, last: { has: (id) => byId.get(id) !== undefined } };
+  }
+
+  private currentMarker(): StoreMarker {
+    const schema = (this.stmt('PRAGMA user_version').get() as { user_version: number }).user_version;
+    const last = this.stmt('SELECT id, list_order FROM tasks ORDER BY list_order DESC LIMIT 1').get() as
+      | { id: string; list_order: number }
+      | undefined;
+    return {
+      schema,
+      tasks: last?.list_order ?? 0,
+      lastTaskId: last?.id ?? null,
+      header: headerChecksum(this.path),
+      clean: false,
+    };
+  }
+
+  /** Prepared statements by SQL text: preparing per call cost more than running the statement in an event flood. */
+  private readonly statements = new Map<string, StatementSync>();
+
+  private stmt(sql: string): StatementSync {
+    let s = this.statements.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.statements.set(sql, s);
+    }
+    return s;
+  }
+
+  /** The marker as it stands (null in memory). */
+  markerState(): StoreMarker | null {
+    return this.marker;
+  }
+
+  private afterCommit(): void {
+    if (!this.markerDirty || !this.marker) return;
+    // The marker is a lower bound written after the commit: a crash (or a full disk) between the two leaves it behind
+    // what is on disk, never ahead. A failed write is retried at the next task.
+    try {
+      const next = { ...this.currentMarker(), clean: false };
+      writeMarker(this.path, next);
+      this.marker = next;
+      this.markerDirty = false;
+    } catch {}
   }
 
   private migrate(): void {
-    const version = (this.db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version;
+    const version = (this.stmt('PRAGMA user_version').get() as { user_version: number }).user_version;
     for (let v = version; v < MIGRATIONS.length; v++) {
       this.tx(() => {
         this.db.exec(MIGRATIONS[v]!);
@@ -62,22 +196,42 @@ export class Store {
     }
   }
 
-  /** Runs `fn` in one transaction (nested calls join the outer one). */
+  /**
+   * Runs `fn` in one transaction (nested calls join the outer one). A full disk fails as StoreFullError; SQLite may
+   * already have rolled back by itself then, so ROLLBACK is issued only while a transaction is still open.
+   */
   tx<T>(fn: () => T): T {
     if (this.db.isTransaction) return fn();
-    this.db.exec('BEGIN IMMEDIATE');
+    this.beforeWrite?.();
+    let out: T;
     try {
-      const out = fn();
+      this.db.exec('BEGIN IMMEDIATE');
+      out = fn();
       this.db.exec('COMMIT');
-      return out;
     } catch (err) {
-      this.db.exec('ROLLBACK');
-      throw err;
+      if (this.db.isTransaction) this.db.exec('ROLLBACK');
+      throw diskFull(err, 'the store could not write');
     }
+    this.afterCommit();
+    return out;
   }
 
+  /**
+   * Closes the store: checkpoints the WAL into baton.db, then records the clean stop, so a WAL found missing later
+   * while the marker says "not clean" means commits were lost.
+   */
   close(): void {
-    if (this.db.isOpen) this.db.close();
+    if (!this.db.isOpen) return;
+    if (this.marker) {
+      try {
+        this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+        this.marker = { ...this.currentMarker(), clean: true };
+        writeMarker(this.path, this.marker);
+      } catch {
+        // A failed checkpoint (disk full) leaves the marker "not clean": the WAL stays and is replayed next time.
+      }
+    }
+    this.db.close();
   }
 
   // ---- tasks
@@ -93,7 +247,7 @@ export class Store {
     effort?: string;
     now: string;
   }): void {
-    const order = (this.db.prepare('SELECT COALESCE(MAX(list_order), 0) + 1 AS o FROM tasks').get() as { o: number }).o;
+    const order = (this.stmt('SELECT COALESCE(MAX(list_order), 0) + 1 AS o FROM tasks').get() as { o: number }).o;
     this.db
       .prepare(
         `INSERT INTO tasks (id, caller, agent, cwd, workdir, isolation, model, effort, state, rounds, created_at, updated_at, list_order)
@@ -112,35 +266,37 @@ export class Store {
         t.now,
         order,
       );
+    this.markerDirty = true;
+    if (!this.db.isTransaction) this.afterCommit();
   }
 
   getTask(id: string): TaskRow | undefined {
-    const r = this.db.prepare('SELECT * FROM tasks WHERE id = ?').get(id) as Row | undefined;
+    const r = this.stmt('SELECT * FROM tasks WHERE id = ?').get(id) as Row | undefined;
     return r ? toTask(r) : undefined;
   }
 
   setTaskState(id: string, state: TaskState, now: string, error: string | null = null): void {
-    this.db.prepare('UPDATE tasks SET state = ?, updated_at = ?, error = ? WHERE id = ?').run(state, now, error, id);
+    this.stmt('UPDATE tasks SET state = ?, updated_at = ?, error = ? WHERE id = ?').run(state, now, error, id);
   }
 
   setSessionId(id: string, sessionId: string): void {
-    this.db.prepare('UPDATE tasks SET session_id = ? WHERE id = ?').run(sessionId, id);
+    this.stmt('UPDATE tasks SET session_id = ? WHERE id = ?').run(sessionId, id);
   }
 
   setWorkdir(id: string, workdir: string): void {
-    this.db.prepare('UPDATE tasks SET workdir = ? WHERE id = ?').run(workdir, id);
+    this.stmt('UPDATE tasks SET workdir = ? WHERE id = ?').run(workdir, id);
   }
 
   tasksInStates(states: TaskState[]): TaskRow[] {
     const q = `SELECT * FROM tasks WHERE state IN (${states.map(() => '?').join(',')}) ORDER BY list_order`;
-    return (this.db.prepare(q).all(...states) as Row[]).map(toTask);
+    return (this.stmt(q).all(...states) as Row[]).map(toTask);
   }
 
   /** One caller's tasks, or every caller's when `caller` is null (the operator). */
   listTasks(caller: string | null, afterOrder: number, limit: number): { tasks: TaskRow[]; orders: number[] } {
     const rows = (
       caller === null
-        ? this.db.prepare('SELECT * FROM tasks WHERE list_order > ? ORDER BY list_order LIMIT ?').all(afterOrder, limit)
+        ? this.stmt('SELECT * FROM tasks WHERE list_order > ? ORDER BY list_order LIMIT ?').all(afterOrder, limit)
         : this.db
             .prepare('SELECT * FROM tasks WHERE caller = ? AND list_order > ? ORDER BY list_order LIMIT ?')
             .all(caller, afterOrder, limit)
@@ -149,30 +305,30 @@ export class Store {
   }
 
   getCommentary(id: string): { tail: string; dropped: number } {
-    const r = this.db.prepare('SELECT commentary, commentary_dropped FROM tasks WHERE id = ?').get(id) as Row;
+    const r = this.stmt('SELECT commentary, commentary_dropped FROM tasks WHERE id = ?').get(id) as Row;
     return { tail: String(r.commentary), dropped: Number(r.commentary_dropped) };
   }
 
   setCommentary(id: string, tail: string, dropped: number): void {
-    this.db.prepare('UPDATE tasks SET commentary = ?, commentary_dropped = ? WHERE id = ?').run(tail, dropped, id);
+    this.stmt('UPDATE tasks SET commentary = ?, commentary_dropped = ? WHERE id = ?').run(tail, dropped, id);
   }
 
   // ---- rounds
 
   insertRound(taskId: string, prompt: string): number {
-    this.db.prepare('UPDATE tasks SET rounds = rounds + 1 WHERE id = ?').run(taskId);
-    const n = (this.db.prepare('SELECT rounds FROM tasks WHERE id = ?').get(taskId) as { rounds: number }).rounds;
-    this.db.prepare(`INSERT INTO rounds (task_id, n, prompt, state) VALUES (?, ?, ?, 'queued')`).run(taskId, n, prompt);
+    this.stmt('UPDATE tasks SET rounds = rounds + 1 WHERE id = ?').run(taskId);
+    const n = (this.stmt('SELECT rounds FROM tasks WHERE id = ?').get(taskId) as { rounds: number }).rounds;
+    this.stmt(`INSERT INTO rounds (task_id, n, prompt, state) VALUES (?, ?, ?, 'queued')`).run(taskId, n, prompt);
     return n;
   }
 
   getRound(taskId: string, n: number): RoundRow | undefined {
-    const r = this.db.prepare('SELECT * FROM rounds WHERE task_id = ? AND n = ?').get(taskId, n) as Row | undefined;
+    const r = this.stmt('SELECT * FROM rounds WHERE task_id = ? AND n = ?').get(taskId, n) as Row | undefined;
     return r ? toRound(r) : undefined;
   }
 
   listRounds(taskId: string): RoundRow[] {
-    return (this.db.prepare('SELECT * FROM rounds WHERE task_id = ? ORDER BY n').all(taskId) as Row[]).map(toRound);
+    return (this.stmt('SELECT * FROM rounds WHERE task_id = ? ORDER BY n').all(taskId) as Row[]).map(toRound);
   }
 
   updateRound(
@@ -204,19 +360,19 @@ export class Store {
     if (patch.error !== undefined) set('error', patch.error);
     if (patch.abandoned !== undefined) set('abandoned', patch.abandoned ? 1 : 0);
     if (!cols.length) return;
-    this.db.prepare(`UPDATE rounds SET ${cols.join(', ')} WHERE task_id = ? AND n = ?`).run(...vals, taskId, n);
+    this.stmt(`UPDATE rounds SET ${cols.join(', ')} WHERE task_id = ? AND n = ?`).run(...vals, taskId, n);
   }
 
   // ---- events
 
   appendEvent(taskId: string, event: Omit<TaskEvent, 'seq'>): TaskEvent {
     const seq = (
-      this.db.prepare('UPDATE tasks SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq').get(taskId) as {
+      this.stmt('UPDATE tasks SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq').get(taskId) as {
         last_seq: number;
       }
     ).last_seq;
     const full = { seq, ...event } as TaskEvent;
-    this.db.prepare('INSERT INTO events (task_id, seq, data) VALUES (?, ?, ?)').run(taskId, seq, JSON.stringify(full));
+    this.stmt('INSERT INTO events (task_id, seq, data) VALUES (?, ?, ?)').run(taskId, seq, JSON.stringify(full));
     return full;
   }
 
@@ -231,9 +387,7 @@ export class Store {
   // ---- idempotency
 
   getIdempotency(caller: string, key: string): IdempotencyRecord | undefined {
-    const r = this.db.prepare('SELECT * FROM idempotency WHERE caller = ? AND key = ?').get(caller, key) as
-      | Row
-      | undefined;
+    const r = this.stmt('SELECT * FROM idempotency WHERE caller = ? AND key = ?').get(caller, key) as Row | undefined;
     return r ? { payloadHash: String(r.payload_hash), taskId: String(r.task_id), round: Number(r.round) } : undefined;
   }
 
@@ -252,21 +406,19 @@ export class Store {
   }
 
   removeWorker(pgid: number): void {
-    this.db.prepare('DELETE FROM workers WHERE pgid = ?').run(pgid);
+    this.stmt('DELETE FROM workers WHERE pgid = ?').run(pgid);
   }
 
   removeWorkersOfTask(taskId: string): void {
-    this.db.prepare('DELETE FROM workers WHERE task_id = ?').run(taskId);
+    this.stmt('DELETE FROM workers WHERE task_id = ?').run(taskId);
   }
 
   workersOfTask(taskId: string): number[] {
-    return (this.db.prepare('SELECT pgid FROM workers WHERE task_id = ?').all(taskId) as Row[]).map((r) =>
-      Number(r.pgid),
-    );
+    return (this.stmt('SELECT pgid FROM workers WHERE task_id = ?').all(taskId) as Row[]).map((r) => Number(r.pgid));
   }
 
   workers(): WorkerRecord[] {
-    return (this.db.prepare('SELECT * FROM workers').all() as Row[]).map((r) => ({
+    return (this.stmt('SELECT * FROM workers').all() as Row[]).map((r) => ({
       pgid: Number(r.pgid),
       taskId: String(r.task_id),
       leaderStart: r.leader_start === null ? null : String(r.leader_start),
@@ -275,7 +427,7 @@ export class Store {
 
   stats(): Record<TaskState, number> {
     const out = { queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, interrupted: 0 };
-    for (const r of this.db.prepare('SELECT state, COUNT(*) AS c FROM tasks GROUP BY state').all() as Row[]) {
+    for (const r of this.stmt('SELECT state, COUNT(*) AS c FROM tasks GROUP BY state').all() as Row[]) {
       out[r.state as TaskState] = Number(r.c);
     }
     return out;

@@ -6,14 +6,29 @@ import type { Logger } from '../lib/log.ts';
 import { redactError } from '../lib/redact.ts';
 import { cutCodePoints, statusLine, stripTerminalControls } from '../lib/text.ts';
 import { keepTail } from './paging.ts';
-import type { Store } from './store.ts';
-import { assertTransition } from './task.ts';
+import { isDiskFull, type Store } from './store.ts';
+import { assertTransition, type TaskEvent } from './task.ts';
 import type { Waiters } from './waiters.ts';
 
 /** Commentary kept per event; the full tail lives beside the task (TE-5). */
 const COMMENTARY_EVENT_CODE_POINTS = 2_000;
 
+/** Events written per transaction at most, and how long the first of a batch waits for company. */
+const EVENT_BATCH = 500;
+const EVENT_FLUSH_MS = 5;
+/** A failed flush is retried after this long. */
+const RETRY_FLUSH_MS = 1_000;
+/** Events queued at most while writes fail; beyond it they are dropped (and the drop logged). */
+const MAX_PENDING_EVENTS = 50_000;
+
 const now = () => new Date().toISOString();
+
+interface Pending {
+  taskId: string;
+  event: Omit<TaskEvent, 'seq'>;
+  /** The commentary text to append to the task's tail when the event is written. */
+  commentary?: string;
+}
 
 export interface RoundEnd {
   state: 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
@@ -26,11 +41,16 @@ export class TaskLog {
   private readonly store: Store;
   private readonly waiters: Waiters;
   private readonly logger: Logger;
+  private pending: Pending[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private droppedWhileFailing = 0;
+  private closed = false;
 
   constructor(store: Store, waiters: Waiters, logger: Logger) {
     this.store = store;
     this.waiters = waiters;
     this.logger = logger;
+    store.beforeWrite = () => this.flush();
   }
 
   /** Ends round `n`: the round row, the task's state and the lifecycle event, in one transaction. */
@@ -76,53 +96,149 @@ export class TaskLog {
     this.waiters.wake(taskId);
   }
 
+  /**
+   * Queues one agent event. Events are written in batches, one transaction per flush (EVENT_BATCH events or
+   * EVENT_FLUSH_MS after the first), so a flooding agent costs a commit per batch, not two per event, and callers'
+   * requests run between batches. Reads flush first (Engine), and every other write flushes before its own
+   * transaction (Store.beforeWrite), so the order of a task's events is the order they happened in.
+   */
   recordEvent(taskId: string, n: number, ev: Exclude<AgentEvent, { kind: 'end' | 'message' }>): void {
     const base = { time: now(), round: n };
+    let queued: Pending;
     switch (ev.kind) {
       case 'session':
-        this.recordSession(taskId, n, ev.id);
+        try {
+          this.recordSession(taskId, n, ev.id);
+        } catch (err) {
+          // Called from the agent's stream: a full disk is logged here rather than thrown into the adapter.
+          this.logger.error('recording the session failed', { taskId, error: redactError(err) });
+        }
         return;
       case 'status':
-        this.store.appendEvent(taskId, { ...base, kind: 'status', text: statusLine(ev.text) });
+        queued = { taskId, event: { ...base, kind: 'status', text: statusLine(ev.text) } };
         break;
       case 'commentary': {
         const text = stripTerminalControls(ev.text);
-        this.store.tx(() => {
-          const { tail, dropped } = this.store.getCommentary(taskId);
-          const kept = keepTail(tail + text);
-          this.store.setCommentary(taskId, kept.tail, dropped + kept.droppedCodePoints);
-          this.store.appendEvent(taskId, {
-            ...base,
-            kind: 'commentary',
-            text: cutCodePoints(text, COMMENTARY_EVENT_CODE_POINTS),
-          });
-        });
+        queued = {
+          taskId,
+          commentary: text,
+          event: { ...base, kind: 'commentary', text: cutCodePoints(text, COMMENTARY_EVENT_CODE_POINTS) },
+        };
         break;
       }
       case 'tool':
-        this.store.appendEvent(taskId, {
-          ...base,
-          kind: 'tool',
-          phase: ev.phase,
-          family: ev.family,
-          ...(ev.ok !== undefined ? { ok: ev.ok } : {}),
-        });
+        queued = {
+          taskId,
+          event: {
+            ...base,
+            kind: 'tool',
+            phase: ev.phase,
+            family: ev.family,
+            ...(ev.ok !== undefined ? { ok: ev.ok } : {}),
+          },
+        };
         break;
       case 'permission':
-        this.store.appendEvent(taskId, {
-          ...base,
-          kind: 'permission',
-          decision: ev.decision,
-          what: statusLine(ev.what),
-        });
+        queued = { taskId, event: { ...base, kind: 'permission', decision: ev.decision, what: statusLine(ev.what) } };
         break;
       case 'usage':
-        this.store.appendEvent(taskId, { ...base, ...ev, kind: 'usage' });
+        queued = { taskId, event: { ...base, ...ev, kind: 'usage' } };
         break;
       case 'error':
-        this.store.appendEvent(taskId, { ...base, kind: 'error', message: statusLine(redactError(ev.message)) });
+        queued = { taskId, event: { ...base, kind: 'error', message: statusLine(redactError(ev.message)) } };
         break;
+      default:
+        return;
     }
-    this.waiters.wake(taskId);
+    if (this.pending.length >= MAX_PENDING_EVENTS) {
+      // Only while writes keep failing (a full disk): memory stays bounded, and the loss is said once.
+      if (this.droppedWhileFailing++ === 0)
+        this.logger.error('events are being dropped: the store cannot write them', {
+          taskId,
+          pending: this.pending.length,
+        });
+      return;
+    }
+    this.pending.push(queued);
+    if (this.pending.length >= EVENT_BATCH) this.flushNow();
+    else this.flushSoon(EVENT_FLUSH_MS);
+  }
+
+  /** Writes every queued event in one transaction and wakes their waiters; throws what the store threw. */
+  flush(): void {
+    if (!this.pending.length) return;
+    const batch = this.pending;
+    // Swapped out first: the store's beforeWrite hook (this method) sees an empty queue inside the transaction.
+    this.pending = [];
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    try {
+      this.store.tx(() => {
+        for (const p of batch) {
+          if (p.commentary !== undefined) {
+            const { tail, dropped } = this.store.getCommentary(p.taskId);
+            const kept = keepTail(tail + p.commentary);
+            this.store.setCommentary(p.taskId, kept.tail, dropped + kept.droppedCodePoints);
+          }
+          this.store.appendEvent(p.taskId, p.event);
+        }
+      });
+    } catch (err) {
+      // A full disk keeps the batch for the retry; anything else would fail the same way forever and block every
+      // later write behind it, so that batch is dropped and said so.
+      if (!isDiskFull(err)) {
+        this.logger.error('events could not be written and were dropped', {
+          count: batch.length,
+          error: redactError(err),
+        });
+        return;
+      }
+      this.pending = batch.concat(this.pending);
+      throw err;
+    }
+    if (this.droppedWhileFailing) {
+      this.logger.warn('the store writes again; events were dropped meanwhile', { dropped: this.droppedWhileFailing });
+      this.droppedWhileFailing = 0;
+    }
+    for (const id of new Set(batch.map((p) => p.taskId))) this.waiters.wake(id);
+  }
+
+  /** flush() for readers: a failing write (a full disk) must not stop reads of what is already stored. */
+  flushForRead(): void {
+    try {
+      this.flush();
+    } catch (err) {
+      this.logger.warn('queued events could not be written yet', { error: redactError(err) });
+    }
+  }
+
+  /** Flushes what is queued and stops the timer (the engine is closing). */
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.flushForRead();
+  }
+
+  private flushSoon(ms: number): void {
+    if (this.closed) {
+      this.flushForRead();
+      return;
+    }
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.flushNow();
+    }, ms);
+  }
+
+  private flushNow(): void {
+    try {
+      this.flush();
+    } catch (err) {
+      // Kept queued and retried: the daemon stays up on a full disk and catches up when space returns.
+      this.logger.error('writing events failed; retrying', { error: redactError(err), pending: this.pending.length });
+      if (!this.closed) this.flushSoon(RETRY_FLUSH_MS);
+    }
   }
 }

@@ -2,11 +2,16 @@
 import type { Readable, Writable } from 'node:stream';
 
 export const DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024;
+/**
+ * Lines handled per turn of the event loop: a chunk holding thousands of small lines (an agent flooding events) is
+ * split across turns, so the hub's HTTP requests are served in between instead of after the whole chunk (issue 12).
+ */
+const LINES_PER_TURN = 32;
 
 export class FrameTooLargeError extends Error {
   readonly limit: number;
   constructor(limit: number) {
-    super(`incoming frame exceeds the ${limit}-byte limit`);
+    super(`output too large: an incoming line exceeds the ${limit}-byte limit`);
     this.name = 'FrameTooLargeError';
     this.limit = limit;
   }
@@ -30,9 +35,13 @@ export function readLines(stream: Readable, opts: LineReaderOptions): () => void
   let chunks: Buffer[] = [];
   let size = 0;
   let failed = false;
+  /** The rest of a chunk waits for the next turn; the stream is paused meanwhile. */
+  let yielding = false;
+  let endPending = false;
   const onData = (data: Buffer | string) => {
     if (failed) return;
     let buf = typeof data === 'string' ? Buffer.from(data) : data;
+    let handled = 0;
     for (;;) {
       const nl = buf.indexOf(10);
       if (nl === -1) {
@@ -51,18 +60,38 @@ export function readLines(stream: Readable, opts: LineReaderOptions): () => void
       if (line.length) opts.onLine(line);
       if (failed) return;
       buf = buf.subarray(nl + 1);
+      if (++handled >= LINES_PER_TURN && buf.length) {
+        const rest = buf;
+        yielding = true;
+        stream.pause();
+        setImmediate(() => {
+          yielding = false;
+          if (failed) return;
+          onData(rest);
+          if (yielding || failed) return;
+          if (endPending) opts.onEnd?.();
+          else stream.resume();
+        });
+        return;
+      }
     }
   };
   const fail = () => {
-    failed = true;
     chunks = [];
     detach();
     opts.onError(new FrameTooLargeError(max));
   };
-  const onEnd = () => opts.onEnd?.();
+  const onEnd = () => {
+    // The end must not overtake lines still waiting for their turn.
+    if (yielding) endPending = true;
+    else opts.onEnd?.();
+  };
   const detach = () => {
+    failed = true;
     stream.off('data', onData);
     stream.off('end', onEnd);
+    // Paused mid-chunk: let the stream flow again so its writer never blocks on a full pipe.
+    if (yielding) stream.resume();
   };
   stream.on('data', onData);
   stream.once('end', onEnd);

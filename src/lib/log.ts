@@ -28,7 +28,12 @@ export function createLogger(
       JSON.stringify({ time: new Date().toISOString(), level, component: opts.component, msg, ...fields }),
     );
     if (opts.stderr !== false) process.stderr.write(`${line}\n`);
-    if (fd !== undefined) appendFileSync(fd, `${line}\n`);
+    if (fd !== undefined) {
+      // A full disk must not turn logging into a crash: the line still went to stderr (when enabled).
+      try {
+        appendFileSync(fd, `${line}\n`);
+      } catch {}
+    }
   };
   return {
     debug: (m, f) => emit('debug', m, f),

@@ -1,4 +1,5 @@
 // Every child baton starts leads its own process group, so the whole tree can be stopped at once (AG-8).
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
 
 /** Grace between SIGTERM and SIGKILL when stopping a group. */
@@ -23,6 +24,21 @@ export interface ChildGroup {
 
 export interface SpawnGroupOptions extends Omit<SpawnOptions, 'detached'> {}
 
+/** Told of every group spawned inside `withGroupScope` (however deep in an adapter the spawn happens). */
+export interface GroupScope {
+  onSpawn(group: ChildGroup): void;
+}
+
+const groupScope = new AsyncLocalStorage<GroupScope>();
+
+/**
+ * Runs `fn` so that every process group it spawns, directly or through an agent adapter, is reported to `scope`: the
+ * hub uses it to put a deadline on probes and to record their groups for the next start to reap (issue 12).
+ */
+export function withGroupScope<T>(scope: GroupScope, fn: () => Promise<T>): Promise<T> {
+  return groupScope.run(scope, fn);
+}
+
 export function spawnGroup(command: string, args: readonly string[], opts: SpawnGroupOptions = {}): ChildGroup {
   const child = spawn(command, args, { ...opts, detached: true });
   const exited = new Promise<GroupExit>((resolve) => {
@@ -44,6 +60,7 @@ export function spawnGroup(command: string, args: readonly string[], opts: Spawn
     };
   }
   const pgid = child.pid;
+  const scope = groupScope.getStore();
   let stopping: Promise<GroupExit> | undefined;
   const group: ChildGroup = {
     child,
@@ -63,6 +80,7 @@ export function spawnGroup(command: string, args: readonly string[], opts: Spawn
       return stopping;
     },
   };
+  scope?.onSpawn(group);
   return group;
 }
 

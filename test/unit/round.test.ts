@@ -95,7 +95,7 @@ test('an answer over the cap is dropped whole and stops the round, whatever the 
   assert.equal(r.state, 'failed');
   assert.equal(r.stop, 'too_large');
   assert.equal(r.text, '');
-  assert.equal(r.error, 'the final result exceeded 10 bytes and was discarded');
+  assert.equal(r.error, 'output too large: the final result exceeded 10 bytes and was discarded');
 });
 
 test("a caller's cancel is cancelled even when the agent then reports success; the agent's end is kept", async () => {

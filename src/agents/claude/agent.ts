@@ -157,7 +157,10 @@ export class ClaudeAgent implements Agent {
     if (failure) return { ok: false, error: failure };
     const text = result?.result ?? '';
     if (Buffer.byteLength(text) > MAX_RESULT_BYTES) {
-      return { ok: false, error: `Claude's answer exceeded the ${MAX_RESULT_BYTES}-byte result limit and was dropped` };
+      return {
+        ok: false,
+        error: `output too large: Claude's answer exceeded the ${MAX_RESULT_BYTES}-byte result limit and was dropped`,
+      };
     }
     return { ok: true, text, sessionId: result?.session_id };
   }

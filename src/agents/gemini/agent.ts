@@ -184,7 +184,7 @@ function interpret(command: string, mode: GeminiSandboxMode, outcome: CliOutcome
   if (outcome.streamError)
     return {
       ok: false,
-      error: safeText(`Gemini's output was too large: ${outcome.streamError.message}`, MAX_ERROR_CODE_POINTS),
+      error: safeText(`output too large: Gemini's output: ${outcome.streamError.message}`, MAX_ERROR_CODE_POINTS),
     };
   const sandboxReason = /FatalSandboxError: ([^\n]+)/.exec(outcome.stderrTail)?.[1];
   if (sandboxReason) {
@@ -204,7 +204,10 @@ function interpret(command: string, mode: GeminiSandboxMode, outcome: CliOutcome
   const response = parsed?.response;
   if (outcome.exit.code === 0 && typeof response === 'string') {
     if (Buffer.byteLength(response) > MAX_RESULT_BYTES) {
-      return { ok: false, error: `Gemini's answer exceeded the ${MAX_RESULT_BYTES}-byte result limit and was dropped` };
+      return {
+        ok: false,
+        error: `output too large: Gemini's answer exceeded the ${MAX_RESULT_BYTES}-byte result limit and was dropped`,
+      };
     }
     return {
       ok: true,

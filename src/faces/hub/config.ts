@@ -46,10 +46,20 @@ export const configSchema = z
         idleTimeoutMs: z.number().int().min(0).max(86_400_000).default(600_000),
         hardTimeoutMs: z.number().int().min(0).max(604_800_000).default(7_200_000),
         cancelGraceMs: z.number().int().min(0).max(600_000).default(10_000),
+        // Deadline of each agent's version/login probe at start; its processes are stopped when it passes.
+        probeTimeoutMs: z.number().int().min(100).max(600_000).default(20_000),
       })
       .strict()
-      .default({ idleTimeoutMs: 600_000, hardTimeoutMs: 7_200_000, cancelGraceMs: 10_000 }),
+      .default({ idleTimeoutMs: 600_000, hardTimeoutMs: 7_200_000, cancelGraceMs: 10_000, probeTimeoutMs: 20_000 }),
     logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+    // Online copies of the store (issue 12): every `intervalHours` (0 = never), the newest `keep` are kept.
+    backups: z
+      .object({
+        intervalHours: z.number().min(0).max(8_760).default(24),
+        keep: z.number().int().min(1).max(1_000).default(3),
+      })
+      .strict()
+      .default({ intervalHours: 24, keep: 3 }),
   })
   .strict();
 

@@ -9,6 +9,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Agent, AgentProbe } from '../../agents/agent.ts';
+import { probeAgent } from '../../agents/probe.ts';
 import { createAgent } from '../../agents/registry.ts';
 import {
   DEFAULT_EVENT_PAGE,
@@ -20,7 +21,9 @@ import {
   OPERATOR,
 } from '../../core/engine.ts';
 import { DaemonLease } from '../../core/lease.ts';
-import { Store } from '../../core/store.ts';
+import { leaderStartTime } from '../../core/recovery.ts';
+import { isDiskFull, Store, StoreFullError } from '../../core/store.ts';
+import { backupInto, listBackups } from '../../core/store-backup.ts';
 import { createLogger, type Logger, type LogLevel } from '../../lib/log.ts';
 import { readBodyText } from '../../lib/net.ts';
 import { ensurePrivateDir } from '../../lib/private-fs.ts';
@@ -35,7 +38,8 @@ import { Dashboard } from './ui/dashboard.ts';
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** An MCP session that sees no request for this long is dropped (its tasks are not: HB-6). */
 const SESSION_IDLE_MS = 30 * 60_000;
-const PROBE_TIMEOUT_MS = 20_000;
+/** The task id under which probe process groups are recorded in the workers table. */
+const PROBE_WORKER = 'probe';
 /** `baton tasks list` page size unless `limit` says otherwise. */
 const DEFAULT_CONTROL_LIST = 50;
 
@@ -78,6 +82,7 @@ export class Hub {
   private configStamp: string | null;
   private watcher: FSWatcher | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
+  private backupTimer: NodeJS.Timeout | undefined;
   private closing: Promise<void> | undefined;
   /** Resolves when the hub has shut down (e.g. via `baton stop`). */
   readonly closed: Promise<void>;
@@ -137,6 +142,17 @@ export class Hub {
 
   /** Takes the state-dir lease, recovers from a previous crash, runs the preflight and starts listening. */
   static async start(opts: HubOptions): Promise<Hub> {
+    try {
+      return await Hub.startOnce(opts);
+    } catch (err) {
+      // Whichever write hit the full disk first (lease, store, marker, recovery), the operator reads one clear reason.
+      if (isDiskFull(err) && !(err instanceof StoreFullError))
+        throw new StoreFullError(`the hub cannot start: no space left for its state dir ${opts.config.stateDirPath}`);
+      throw err;
+    }
+  }
+
+  private static async startOnce(opts: HubOptions): Promise<Hub> {
     const stateDir = ensurePrivateDir(opts.config.stateDirPath);
     const lease = DaemonLease.acquire(stateDir);
     let hub: Hub;
@@ -160,9 +176,40 @@ export class Hub {
     }
     hub.sweepTimer = setInterval(() => hub.sweepSessions(), 60_000);
     hub.sweepTimer.unref();
+    hub.scheduleBackup(true);
     hub.logger.info('hub listening', { url: hub.url, agents: [...hub.agents.keys()], roots: hub.roots });
     if (!hub.roots.length) hub.logger.warn('no project roots yet: run `baton init` in a project');
     return hub;
+  }
+
+  /**
+   * Online backups (issue 12) every `backups.intervalHours`: the next one is due an interval after the newest copy,
+   * at once when a store with tasks has none. An empty store is not copied.
+   */
+  private scheduleBackup(atStart: boolean): void {
+    const { intervalHours, keep } = this.config.backups;
+    if (!intervalHours || this.closing) return;
+    const interval = intervalHours * 3_600_000;
+    const stateDir = this.config.stateDirPath;
+    const newest = listBackups(stateDir)[0];
+    const hasTasks = () => Object.values(this.store.stats()).some((n) => n > 0);
+    const delay = newest ? newest.mtimeMs + interval - Date.now() : atStart && hasTasks() ? 0 : interval;
+    this.backupTimer = setTimeout(
+      () => {
+        if (this.closing) return;
+        if (hasTasks()) {
+          try {
+            const b = backupInto(this.store.db, stateDir, keep);
+            this.logger.info('backup written', { path: b.path, bytes: b.size, keep });
+          } catch (err) {
+            this.logger.error('backup failed', { error: redactError(err) });
+          }
+        }
+        this.scheduleBackup(false);
+      },
+      Math.min(Math.max(0, delay), 2 ** 31 - 1),
+    );
+    this.backupTimer.unref();
   }
 
   /** Roots the hub authorises right now (real paths). */
@@ -221,14 +268,28 @@ export class Hub {
 
   /** Doctor preflight (AG-6): version and login of every configured agent, without spending inference. */
   async preflight(): Promise<AgentHealth[]> {
+    // Probe groups are recorded like workers: a hub killed mid-preflight leaves them to the next start's recovery.
     this.probes = await Promise.all(
-      [...this.agents.values()].map(async (agent) => {
-        try {
-          return await withTimeout(agent.probe(), PROBE_TIMEOUT_MS, `probe of ${agent.name} timed out`);
-        } catch (err) {
-          return { name: agent.name, kind: agent.kind, available: false, detail: redactError(err) };
-        }
-      }),
+      [...this.agents.values()].map((agent) =>
+        probeAgent(agent, {
+          timeoutMs: this.config.limits.probeTimeoutMs,
+          onGroup: (pgid) => {
+            try {
+              this.store.addWorker(
+                { pgid, taskId: PROBE_WORKER, leaderStart: leaderStartTime(pgid) },
+                new Date().toISOString(),
+              );
+            } catch (err) {
+              this.logger.warn('could not record a probe process group', { pgid, error: redactError(err) });
+            }
+          },
+          onGroupGone: (pgid) => {
+            try {
+              this.store.removeWorker(pgid);
+            } catch {}
+          },
+        }),
+      ),
     );
     for (const p of this.probes) {
       if (p.available) this.logger.info('agent ready', { agent: p.name, version: p.version, login: p.login });
@@ -258,6 +319,7 @@ export class Hub {
   async close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.sweepTimer);
+      clearTimeout(this.backupTimer);
       this.watcher?.close();
       this.dashboard.close();
       await this.engine.close();
@@ -343,6 +405,7 @@ export class Hub {
       return sendJson(res, 405, { error: `method ${req.method} not allowed here` });
     } catch (err) {
       if (err instanceof EngineError) return sendJson(res, ENGINE_ERROR_STATUS[err.code], { error: err.message });
+      if (isDiskFull(err)) return sendJson(res, 507, { error: new StoreFullError('nothing was changed').message });
       throw err;
     }
   }
@@ -426,7 +489,7 @@ export class Hub {
 }
 
 /** Config keys a running hub does not re-apply (roots do apply). */
-const RESTART_KEYS = ['listen', 'stateDir', 'control', 'callers', 'agents', 'limits', 'logLevel'] as const;
+const RESTART_KEYS = ['listen', 'stateDir', 'control', 'callers', 'agents', 'limits', 'logLevel', 'backups'] as const;
 
 function stampOf(path: string): string | null {
   try {
@@ -475,14 +538,4 @@ function sendJson(res: ServerResponse, status: number, value: unknown): void {
 
 function jsonRpcError(code: number, message: string) {
   return { jsonrpc: '2.0', id: null, error: { code, message } };
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(message)), ms);
-    }),
-  ]);
 }

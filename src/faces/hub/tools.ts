@@ -1,6 +1,7 @@
 // The hub's MCP tools (HB-3): strict schemas, bounded sizes, caller identity from the endpoint only.
 import { z } from 'zod';
 import { type Engine, EngineError, MAX_EVENT_PAGE, MAX_LIST_PAGE, MAX_WAIT_MS } from '../../core/engine.ts';
+import { isDiskFull, StoreFullError } from '../../core/store.ts';
 import { redactError } from '../../lib/redact.ts';
 import { defineTool, jsonResult, type ToolDef, toolError } from '../mcp-tools.ts';
 
@@ -23,6 +24,7 @@ async function guarded(fn: () => unknown | Promise<unknown>) {
     return jsonResult((await fn()) as Record<string, unknown>);
   } catch (err) {
     if (err instanceof EngineError) return toolError(err.message, { code: err.code });
+    if (isDiskFull(err)) return toolError(new StoreFullError('nothing was changed').message, { code: 'disk_full' });
     return toolError(redactError(err), { code: 'internal' });
   }
 }

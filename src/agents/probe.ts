@@ -1,0 +1,52 @@
+// Probing an agent (AG-6, issue 12): version and login checks run under one deadline, and every process group the
+// probe spawns (at whatever depth of the adapter) is reported and stopped when the probe ends or its deadline passes,
+// so a hung `--version` cannot outlive the preflight.
+import { type ChildGroup, withGroupScope } from '../lib/process-group.ts';
+import { redactError } from '../lib/redact.ts';
+import type { Agent, AgentProbe } from './agent.ts';
+
+export const DEFAULT_PROBE_TIMEOUT_MS = 20_000;
+/** Grace between SIGTERM and SIGKILL for a probe's leftover group. */
+const PROBE_STOP_GRACE_MS = 1_000;
+
+export interface ProbeOptions {
+  timeoutMs?: number;
+  /** A probe process group started (the hub records it, so a start after a killed hub reaps it). */
+  onGroup?(pgid: number): void;
+  /** That group is gone. */
+  onGroupGone?(pgid: number): void;
+}
+
+export async function probeAgent(agent: Agent, opts: ProbeOptions = {}): Promise<AgentProbe> {
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS;
+  const groups: ChildGroup[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const probe = withGroupScope(
+      {
+        onSpawn: (g) => {
+          groups.push(g);
+          opts.onGroup?.(g.pgid);
+        },
+      },
+      () => agent.probe(),
+    );
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`probe of ${agent.name} timed out after ${Math.round(timeoutMs / 1000)} s`)),
+        timeoutMs,
+      );
+    });
+    return await Promise.race([probe, deadline]);
+  } catch (err) {
+    return { name: agent.name, kind: agent.kind, available: false, detail: redactError(err) };
+  } finally {
+    clearTimeout(timer);
+    await Promise.all(
+      groups.map(async (g) => {
+        await g.stop(PROBE_STOP_GRACE_MS);
+        opts.onGroupGone?.(g.pgid);
+      }),
+    );
+  }
+}

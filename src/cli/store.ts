@@ -1,0 +1,46 @@
+// `baton store check|backup|restore` (issue 12): inspect the store the way the hub's start does, copy it, or put a copy
+// back. The state dir comes from the same config resolution every command uses.
+import type { Command } from 'commander';
+import { backupStore, checkStore, listBackups, restoreStore } from '../core/store-backup.ts';
+import { loadConfig } from '../faces/hub/config.ts';
+import { locateConfig } from '../faces/hub/locate.ts';
+
+const out = (s: string) => process.stdout.write(`${s}\n`);
+
+export function registerStoreCommand(program: Command): void {
+  const config = () => loadConfig(locateConfig({ flag: program.opts<{ config?: string }>().config }));
+  const store = program
+    .command('store')
+    .description("Check, back up or restore the hub's task store (baton.db in the state dir).");
+
+  store
+    .command('check')
+    .description('Run PRAGMA quick_check and compare the store with its marker; exits 1 when damaged.')
+    .action(() => {
+      const report = checkStore(config().stateDirPath);
+      for (const l of report.lines) out(l);
+      if (!report.ok) process.exitCode = 1;
+    });
+
+  store
+    .command('backup')
+    .description('Write a consistent copy (VACUUM INTO) to <stateDir>/backups; works while the hub runs.')
+    .action(() => {
+      const cfg = config();
+      const b = backupStore(cfg.stateDirPath, cfg.backups.keep);
+      out(`backup written: ${b.path} (${b.size} bytes); keeping the newest ${cfg.backups.keep}`);
+    });
+
+  store
+    .command('restore')
+    .argument('<backup>', 'a backup name from `baton store check` (or a path)')
+    .description('Replace the store with a backup (the hub must be stopped); the replaced files are kept beside it.')
+    .action((name: string) => {
+      const cfg = config();
+      const r = restoreStore(cfg.stateDirPath, name);
+      out(`restored ${r.from}: ${r.tasks} task(s)`);
+      if (r.keptAs) out(`the replaced store is kept as ${r.keptAs}`);
+      const others = listBackups(cfg.stateDirPath).length;
+      out(`${others} backup(s) remain in the backups dir`);
+    });
+}

@@ -1,0 +1,60 @@
+// Events are written in batches (issue 12): one transaction per flush, bounded by count, never one commit per event;
+// a read or another write first flushes what is queued, so nothing acknowledged or read is missing or out of order.
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { Store } from '../../src/core/store.ts';
+import { TaskLog } from '../../src/core/task-log.ts';
+import { Waiters } from '../../src/core/waiters.ts';
+import { silentLogger } from '../../src/lib/log.ts';
+import { tempDir } from '../support/tmp.ts';
+
+function setup(t: Parameters<typeof tempDir>[0]) {
+  const store = new Store(join(tempDir(t), 'baton.db'));
+  const log = new TaskLog(store, new Waiters(), silentLogger);
+  t.after(() => {
+    log.close();
+    store.close();
+  });
+  store.insertTask({ id: 't-1', caller: 'a', agent: 'x', cwd: '/', workdir: '/', isolation: 'none', now: 'now' });
+  store.insertRound('t-1', 'p');
+  // Count commits: transactions through tx(), and appends that would autocommit on their own.
+  let commits = 0;
+  const tx = store.tx.bind(store);
+  store.tx = <T>(fn: () => T): T => {
+    if (!store.db.isTransaction) commits++;
+    return tx(fn);
+  };
+  const append = store.appendEvent.bind(store);
+  store.appendEvent = (...args: Parameters<Store['appendEvent']>) => {
+    if (!store.db.isTransaction) commits++;
+    return append(...args);
+  };
+  return { store, log, commits: () => commits };
+}
+
+test('10,000 events become 20 transactions of 500, in order', (t) => {
+  const { store, log, commits } = setup(t);
+  for (let i = 1; i <= 10_000; i++) log.recordEvent('t-1', 1, { kind: 'status', text: `e${i}` });
+  log.flush();
+  assert.equal(commits(), 20);
+  const events = store.events('t-1', 0, 20_000);
+  assert.equal(events.length, 10_000);
+  assert.deepEqual(
+    events.slice(0, 2).map((e) => [e.seq, (e as unknown as { text: string }).text]),
+    [
+      [1, 'e1'],
+      [2, 'e2'],
+    ],
+  );
+});
+
+test('a write of the task flushes queued events first, so their order is kept', (t) => {
+  const { store, log } = setup(t);
+  log.recordEvent('t-1', 1, { kind: 'status', text: 'before' });
+  log.recordEvent('t-1', 1, { kind: 'commentary', text: 'thinking' });
+  log.finishRound('t-1', 1, { state: 'failed', error: 'boom' });
+  const kinds = store.events('t-1', 0, 10).map((e) => e.kind);
+  assert.deepEqual(kinds, ['status', 'commentary', 'lifecycle']);
+  assert.equal(store.getCommentary('t-1').tail, 'thinking');
+});
