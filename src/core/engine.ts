@@ -8,7 +8,7 @@ import type { Agent, AgentSession, Sandbox } from '../agents/agent.ts';
 import type { Logger } from '../lib/log.ts';
 import { isWithin, realish } from '../lib/paths.ts';
 import { stopGroup } from '../lib/process-group.ts';
-import { redactError } from '../lib/redact.ts';
+import { redact, redactDeep, redactError } from '../lib/redact.ts';
 import { addWorktree, gitToplevel, gitToplevelSync, snapshot } from './git.ts';
 import { type LockScope, WorkspaceLocks } from './locks.ts';
 import { pageText } from './paging.ts';
@@ -376,19 +376,21 @@ export class Engine {
         if (entry.session.id) this.log.recordSession(taskId, n, entry.session.id);
         return entry.session.turn(round.prompt, { signal: roundSignal });
       },
-      onEvent: (ev) => this.log.recordEvent(taskId, n, ev),
+      // Agent-supplied text is redacted once, here, before it is stored: every reader then sees the same safe copy.
+      onEvent: (ev) => this.log.recordEvent(taskId, n, redactDeep(ev) as typeof ev),
       close: async () => {
         await this.closeSession(taskId, entry.session);
         clearTimeout(forceTimer);
       },
     });
     const after = await snapshot(task.workdir);
+    const text = redact(r.text);
     if (entry.cancelRequested || this.shuttingDown) {
-      this.log.finishRound(taskId, n, this.abortOutcome(entry, r.end, after), r.text);
+      this.log.finishRound(taskId, n, this.abortOutcome(entry, r.end, after), text);
     } else if (r.stop === 'too_large') {
       this.log.finishRound(taskId, n, { state: 'failed', error: r.error, after });
     } else {
-      this.log.finishRound(taskId, n, { state: r.state, error: r.error ? redactError(r.error) : null, after }, r.text);
+      this.log.finishRound(taskId, n, { state: r.state, error: r.error ? redactError(r.error) : null, after }, text);
     }
   }
 
