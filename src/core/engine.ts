@@ -54,6 +54,16 @@ export class EngineError extends Error {
   }
 }
 
+/** A bad argument the schema could not see (a cursor that is not one of this reader's): faces answer -32602. */
+export class InvalidArgumentError extends EngineError {
+  readonly argument: string;
+  constructor(argument: string, message: string) {
+    super('invalid', message);
+    this.name = 'InvalidArgumentError';
+    this.argument = argument;
+  }
+}
+
 export interface EngineOptions {
   store: Store;
   agents: ReadonlyMap<string, Agent>;
@@ -274,18 +284,29 @@ export class Engine {
     };
   }
 
+  /**
+   * A page of the reader's tasks. The cursor is the id of the last task of the previous page, resolved only among the
+   * reader's own tasks: it carries no position in the hub-wide order, so it tells a caller nothing about other callers'
+   * tasks, and another caller's task id is refused exactly like a made-up one.
+   */
   list(caller: Reader, cursor: string | undefined, limit = DEFAULT_LIST_PAGE): ListView {
     let afterOrder = 0;
-    if (cursor) {
-      afterOrder = Number(Buffer.from(cursor, 'base64url').toString('utf8'));
-      if (!Number.isSafeInteger(afterOrder) || afterOrder < 0) throw new EngineError('invalid', 'cursor is not valid');
+    if (cursor !== undefined) {
+      const order = this.store.listOrderOf(caller, cursor);
+      if (order === undefined) {
+        throw new InvalidArgumentError(
+          'cursor',
+          'cursor is not one this list returned (or its task was removed); list again without a cursor',
+        );
+      }
+      afterOrder = order;
     }
-    const { tasks, orders } = this.store.listTasks(caller, afterOrder, limit + 1);
+    const { tasks } = this.store.listTasks(caller, afterOrder, limit + 1);
     const more = tasks.length > limit;
     const page = tasks.slice(0, limit);
     return {
       tasks: page.map((t) => this.readerView(caller, t)),
-      nextCursor: more ? Buffer.from(String(orders[limit - 1])).toString('base64url') : null,
+      nextCursor: more ? page[page.length - 1]!.id : null,
     };
   }
 
