@@ -1,11 +1,12 @@
 // SE-1 end to end: agent-supplied text that crosses to a caller is redacted, whichever way it comes — an agent's error
 // reply, the stderr of an agent that exits 1, events (a plan step, a permission title) and the answer itself, when the
-// agent read a file holding a caller's token. The hub is real (`baton serve`), the agent is the scripted ACP test agent
-// run as a child process, the caller is the official MCP SDK client over Streamable HTTP; the operator's control API and
-// the dashboard are read too, and so are the store and the log once the hub stopped.
+// agent read a file holding a caller's token or baton's own config; and baton's own dirs are never a cwd. The hub is
+// real (`baton serve`), the agent is the scripted ACP test agent run as a child process, the caller is the official MCP
+// SDK client over Streamable HTTP; the operator's control API and the dashboard are read too, and so are the store and
+// the log once the hub stopped.
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { test } from 'node:test';
 import { REDACTED } from '../../src/lib/redact.ts';
@@ -83,13 +84,32 @@ test('hub: planted keys and tokens in agent errors, stderr, events and answers r
     'the answer arrives with every secret masked',
   );
 
-  seen.push(JSON.stringify(await call(alice, 'agent_list', {})));
+  // The issue's layout, from the agent's side: it reads baton's own config (outside every root now, but an agent may
+  // still open an absolute path) and answers with it. Every token in it is a registered secret.
+  const config = await runScript('read-config', [{ readFile: hub.configPath }]);
+  assert.equal(config.state, 'succeeded');
+  assert.match(config.result.text, /"token": "\[redacted\]"/);
+
+  // baton's own dirs are never a cwd, even reached through a symlink inside a root.
+  symlinkSync(hub.stateDir, join(work, 'state-link'));
+  symlinkSync(dirname(hub.configPath), join(work, 'home-link'));
+  for (const cwd of [join(work, 'state-link'), join(work, 'home-link'), join(work, 'home-link', 'state')]) {
+    await assert.rejects(
+      call(alice, 'agent_run', { prompt: 'x', cwd, idempotencyKey: `own-${cwd}` }),
+      /inside baton's own files/,
+    );
+  }
+
+  const listed = await call<{ tasks: unknown[] }>(alice, 'agent_list', {});
+  assert.equal(listed.tasks.length, 5, 'the refused cwds created nothing');
+  seen.push(JSON.stringify(listed));
 
   // The operator's control API and the dashboard read the same tasks.
   const control = (path: string) =>
     fetch(`${hub.url}${path}`, { headers: { authorization: `Bearer ${CONTROL_TOKEN}` } }).then((r) => r.text());
   seen.push(await control('/control/tasks'));
-  for (const { taskId } of [errorReply, exit1, events, exfil]) seen.push(await control(`/control/tasks/${taskId}`));
+  for (const { taskId } of [errorReply, exit1, events, exfil, config])
+    seen.push(await control(`/control/tasks/${taskId}`));
   const login = await fetch(`${hub.url}/ui/login`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', origin: hub.url },
@@ -98,7 +118,7 @@ test('hub: planted keys and tokens in agent errors, stderr, events and answers r
   });
   assert.equal(login.status, 303);
   const cookie = String(login.headers.get('set-cookie')).split(';')[0]!;
-  for (const path of ['/ui', ...[errorReply, exit1, events, exfil].map((x) => `/ui/tasks/${x.taskId}`)]) {
+  for (const path of ['/ui', ...[errorReply, exit1, events, exfil, config].map((x) => `/ui/tasks/${x.taskId}`)]) {
     const page = await fetch(`${hub.url}${path}`, { headers: { cookie } });
     assert.equal(page.status, 200, path);
     seen.push(await page.text());
