@@ -11,7 +11,7 @@ import { Hub } from '../faces/hub/server.ts';
 import { serviceFiles } from '../faces/hub/service.ts';
 import { isLogLevel } from '../lib/log.ts';
 import { ensurePrivateDir } from '../lib/private-fs.ts';
-import { redactError } from '../lib/redact.ts';
+import { redact, redactError } from '../lib/redact.ts';
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
 const START_TIMEOUT_MS = 60_000;
@@ -105,8 +105,11 @@ export function registerHubCommands(program: Command): void {
         const usableNow = probe.available && p.login !== 'missing' && !sessionFailed;
         if (usableNow) usable++;
         const mark = !probe.available ? 'FAIL' : usableNow ? 'ok  ' : 'WARN';
+        // Version, login and detail are what the agent printed: redacted like every other output (SE-1).
         out(
-          `${mark} ${name} (${entry.kind})${p.version ? ` ${p.version}` : ''}${p.login ? `, login ${p.login}` : ''}${session}${p.detail ? ` — ${p.detail}` : ''}`,
+          redact(
+            `${mark} ${name} (${entry.kind})${p.version ? ` ${p.version}` : ''}${p.login ? `, login ${p.login}` : ''}${session}${p.detail ? ` — ${p.detail}` : ''}`,
+          ),
         );
       }
       if (!Object.keys(cfg.agents).length) out('no agents configured');

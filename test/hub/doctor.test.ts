@@ -36,14 +36,16 @@ test('doctor: a session-capable agent is ok (a real session, no prompt), a missi
       scripted: {
         kind: 'acp',
         command: [process.execPath, SCRIPTED_ACP_AGENT],
-        env: { ACP_TEST_AGENT_RECORD: record },
+        // What the agent says about itself is agent text: the doctor prints it redacted (SE-1).
+        env: { ACP_TEST_AGENT_RECORD: record, ACP_TEST_AGENT_VERSION: `9.8.7 key=sk-Pl4nt3dDoctorKey0123456789abc` },
       },
       ghost: { kind: 'acp', command: [join(dir, 'no-such-agent')] },
     },
   });
   const res = await doctor(configPath, dir);
   assert.equal(res.code, 0, res.stdout);
-  assert.match(res.stdout, /^ok {3}scripted \(acp\).*session ok/m);
+  assert.match(res.stdout, /^ok {3}scripted \(acp\) 9\.8\.7 key=\[redacted\].*session ok/m);
+  assert.doesNotMatch(res.stdout, /Pl4nt3d/);
   assert.match(res.stdout, /^FAIL ghost \(acp\)/m);
   const seen = readFileSync(record, 'utf8');
   assert.match(seen, /session\/new/, 'a real session was opened');

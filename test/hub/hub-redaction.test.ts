@@ -32,7 +32,15 @@ test('hub: planted keys and tokens in agent errors, stderr, events and answers r
   const hub = await startHub(t, {
     dir,
     roots: [work],
-    agents: { scripted: { kind: 'acp', command: [process.execPath, SCRIPTED_ACP_AGENT], cancelGraceMs: 1_000 } },
+    agents: {
+      scripted: {
+        kind: 'acp',
+        command: [process.execPath, SCRIPTED_ACP_AGENT],
+        // What the agent reports about itself reaches the operator through the preflight.
+        env: { ACP_TEST_AGENT_VERSION: `9.8.7 (licensed to ${GOOGLE})` },
+        cancelGraceMs: 1_000,
+      },
+    },
   });
   const alice = await connectCaller(t, hub, 'alice');
   const seen: string[] = [];
@@ -108,6 +116,9 @@ test('hub: planted keys and tokens in agent errors, stderr, events and answers r
   const control = (path: string) =>
     fetch(`${hub.url}${path}`, { headers: { authorization: `Bearer ${CONTROL_TOKEN}` } }).then((r) => r.text());
   seen.push(await control('/control/tasks'));
+  const health = await control('/control/health');
+  assert.match(health, /"version":"9\.8\.7 \(licensed to \[redacted\]\)"/);
+  seen.push(health);
   for (const { taskId } of [errorReply, exit1, events, exfil, config])
     seen.push(await control(`/control/tasks/${taskId}`));
   const login = await fetch(`${hub.url}/ui/login`, {
