@@ -108,6 +108,14 @@ test('hub: planted keys and tokens in agent errors, stderr, events and answers r
     );
   }
 
+  // A config edited while the hub runs to authorise a dir holding baton's own files is refused; the old roots stay.
+  const edited = JSON.parse(readFileSync(hub.configPath, 'utf8'));
+  writeFileSync(hub.configPath, JSON.stringify({ ...edited, roots: [work, dir] }), { mode: 0o600 });
+  await assert.rejects(
+    call(alice, 'agent_run', { prompt: 'x', cwd: dir, idempotencyKey: 'the-whole-dir' }),
+    /outside the authorised roots/,
+  );
+
   const listed = await call<{ tasks: unknown[] }>(alice, 'agent_list', {});
   assert.equal(listed.tasks.length, 5, 'the refused cwds created nothing');
   seen.push(JSON.stringify(listed));
@@ -150,6 +158,7 @@ test('hub: planted keys and tokens in agent errors, stderr, events and answers r
     store: dump,
     log: readFileSync(join(hub.stateDir, 'baton.log'), 'utf8'),
   };
+  assert.match(haystacks.log, /config change refused.*contains baton's own files/);
   for (const [where, text] of Object.entries(haystacks)) {
     for (const secret of PLANTED) assert.equal(text.includes(secret), false, `${secret.slice(0, 12)}… in ${where}`);
   }
