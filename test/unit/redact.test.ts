@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 import { REDACTED, redact, redactDeep, redactedError, registerSecret, safeText } from '../../src/lib/redact.ts';
+import { STATUS_MAX_CODE_POINTS, statusLine } from '../../src/lib/text.ts';
 
 const ANT = 'sk-ant-api03-Zx9QwErTy12345UiOpAsDfGh_jKlZxCvBnM-67890qwerty';
 const OPENAI = 'sk-proj-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6';
@@ -83,4 +84,16 @@ test('the attach credentials in baton’s environment are secrets from the start
     encoding: 'utf8',
   });
   assert.equal(out, `pw=${REDACTED} token=${REDACTED}`);
+});
+
+test('a status line is redacted before it is cut: no secret shows its first part across the cut', () => {
+  const token = 'straddling-token-0123456789abcdef0123456789';
+  registerSecret(token);
+  for (const cut of [5, 20, 30]) {
+    const text = `${'x'.repeat(STATUS_MAX_CODE_POINTS - cut)} ${token} and ${ANT}`;
+    const line = statusLine(text);
+    assert.equal(Array.from(line).length <= STATUS_MAX_CODE_POINTS, true);
+    assert.equal(line.includes(token.slice(0, 4)), false, line);
+  }
+  assert.equal(statusLine(`plan:\n\u001b[1m use ${ANT}\u001b[0m`), `plan: use ${REDACTED}`);
 });
