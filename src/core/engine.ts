@@ -54,13 +54,14 @@ export class EngineError extends Error {
   }
 }
 
-/** A bad argument the schema could not see (a cursor that is not one of this reader's): faces answer -32602. */
+/**
+ * A bad argument the schema could not see (a cursor that is not one of this reader's): faces answer -32602. The message
+ * starts with the argument's name.
+ */
 export class InvalidArgumentError extends EngineError {
-  readonly argument: string;
-  constructor(argument: string, message: string) {
+  constructor(message: string) {
     super('invalid', message);
     this.name = 'InvalidArgumentError';
-    this.argument = argument;
   }
 }
 
@@ -295,7 +296,6 @@ export class Engine {
       const order = this.store.listOrderOf(caller, cursor);
       if (order === undefined) {
         throw new InvalidArgumentError(
-          'cursor',
           'cursor is not one this list returned (or its task was removed); list again without a cursor',
         );
       }

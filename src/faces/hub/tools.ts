@@ -35,7 +35,7 @@ async function guarded(fn: () => unknown | Promise<unknown>, tool?: string) {
   } catch (err) {
     // A bad argument only the engine can tell is a schema violation all the same (SE-4).
     if (err instanceof InvalidArgumentError)
-      throw new McpError(ErrorCode.InvalidParams, `invalid arguments for ${tool}: ${err.argument}: ${err.message}`);
+      throw new McpError(ErrorCode.InvalidParams, `invalid arguments for ${tool}: ${err.message}`);
     if (err instanceof EngineError) return toolError(err.message, { code: err.code });
     return toolError(redactError(err), { code: 'internal' });
   }
