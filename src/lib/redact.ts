@@ -19,32 +19,42 @@ for (const name of SECRET_ENV_NAMES) registerSecret(process.env[name]);
 
 /**
  * Credentials that look like credentials even when nobody registered them. Group 1, when present, is kept (the label
- * before the value); the rest of the match becomes REDACTED. Minimum lengths keep ordinary words out: a provider key
- * needs 20+ characters after its prefix, at least one of them a digit.
+ * before the value); the value after it becomes REDACTED when it has at least `min` characters and, with `digit`, a
+ * digit in it: minimum lengths keep ordinary words out, the digit keeps "basic internationalization" and "sk-learn-…"
+ * out. Both are checked on the match rather than in the pattern, because an agent chooses the text: a `{20,}`
+ * quantifier overflows V8's regexp stack on a run of millions of characters, and a digit lookahead from each `sk-` of
+ * "sk-sk-sk-…" would be quadratic. Every pattern below is linear in the text.
  */
-export const CREDENTIAL_PATTERNS: readonly RegExp[] = [
+export const CREDENTIAL_PATTERNS: ReadonlyArray<{ re: RegExp; min?: number; digit?: boolean }> = [
   // Authorization headers, whatever the scheme, in header, JSON or assignment form.
-  /(\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:bearer|basic|token|digest)\s+)[A-Za-z0-9._~+/=-]+/gi,
-  // A bearer/basic credential on its own (a curl line, a log line); the digit keeps "basic internationalization" out.
-  /(\b(?:bearer|basic)\s+)(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{16,}/gi,
+  { re: /(\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:bearer|basic|token|digest)\s+)[A-Za-z0-9._~+/=-]+/gi },
+  // A bearer/basic credential on its own (a curl line, a log line).
+  { re: /(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]+/gi, min: 16, digit: true },
   // API key headers.
-  /(\bx-(?:api|goog-api)-key["']?\s*[:=]\s*["']?)[A-Za-z0-9._~+/=-]{8,}/gi,
+  { re: /(\bx-(?:api|goog-api)-key["']?\s*[:=]\s*["']?)[A-Za-z0-9._~+/=-]+/gi, min: 8 },
   // Environment-style assignments of anything named like a secret.
-  /(\b[A-Za-z0-9_]*(?:TOKEN|PASSWORD|SECRET|API_KEY)\s*=\s*)[^\s'"]+/g,
+  { re: /(\b[A-Za-z0-9_]*(?:TOKEN|PASSWORD|SECRET|API_KEY)\s*=\s*)[^\s'"]+/g },
   // Userinfo in a URL (the password part).
-  /(\/\/[^/\s:@]+:)[^@\s/]+(?=@)/g,
-  // OpenAI-style and Anthropic keys: sk-…, sk-proj-…, sk-ant-api03-….
-  /()\bsk-(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}/g,
-  // Google API keys.
-  /()\bAIza[0-9A-Za-z_-]{30,}/g,
+  { re: /(\/\/[^/\s:@]+:)[^@\s/]+(?=@)/g },
+  // OpenAI-style and Anthropic keys: sk-…, sk-proj-…, sk-ant-api03-… (20+ characters after `sk-`).
+  { re: /()\bsk-[A-Za-z0-9_-]+/g, min: 23, digit: true },
+  // Google API keys (30+ characters after `AIza`).
+  { re: /()\bAIza[0-9A-Za-z_-]+/g, min: 34 },
 ];
+
+const DIGIT = /\d/;
 
 export function redact(text: string, extra: readonly string[] = []): string {
   let out = text;
   for (const s of [...secrets, ...extra]) {
     if (s && s.length >= MIN_SECRET_LENGTH && out.includes(s)) out = out.split(s).join(REDACTED);
   }
-  for (const re of CREDENTIAL_PATTERNS) out = out.replace(re, `$1${REDACTED}`);
+  for (const { re, min = 1, digit = false } of CREDENTIAL_PATTERNS) {
+    out = out.replace(re, (match: string, label: string) => {
+      const value = match.slice(label.length);
+      return value.length < min || (digit && !DIGIT.test(value)) ? match : `${label}${REDACTED}`;
+    });
+  }
   return out;
 }
 

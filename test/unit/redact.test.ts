@@ -97,3 +97,13 @@ test('a status line is redacted before it is cut: no secret shows its first part
   }
   assert.equal(statusLine(`plan:\n\u001b[1m use ${ANT}\u001b[0m`), `plan: use ${REDACTED}`);
 });
+
+test('hostile shapes: runs of millions of characters neither overflow nor stall the redactor', () => {
+  // An agent chooses this text; a quadratic pattern would hang here and a `{20,}` quantifier would throw RangeError.
+  const run = 'sk-'.repeat(1_000_000);
+  assert.equal(redact(run), run, 'no digit: not a key');
+  assert.equal(redact(`k ${'sk-'}${'a1'.repeat(2_000_000)}`), `k ${REDACTED}`);
+  assert.equal(redact(`bearer ${'a1'.repeat(2_000_000)}`), `bearer ${REDACTED}`);
+  assert.equal(redact(`AIza${'b'.repeat(4_000_000)} end`), `${REDACTED} end`);
+  assert.equal(redact(`//user:${'p'.repeat(4_000_000)} no at`), `//user:${'p'.repeat(4_000_000)} no at`);
+});
