@@ -8,7 +8,7 @@ import type { Agent, AgentSession, Sandbox } from '../agents/agent.ts';
 import type { Logger } from '../lib/log.ts';
 import { isWithin, realish } from '../lib/paths.ts';
 import { stopGroup } from '../lib/process-group.ts';
-import { redactError } from '../lib/redact.ts';
+import { redact, redactDeep, redactError } from '../lib/redact.ts';
 import { addWorktree, gitToplevel, gitToplevelSync, snapshot } from './git.ts';
 import { type LockScope, WorkspaceLocks } from './locks.ts';
 import { pageText } from './paging.ts';
@@ -53,6 +53,17 @@ export class EngineError extends Error {
     super(message);
     this.name = 'EngineError';
     this.code = code;
+  }
+}
+
+/**
+ * A bad argument the schema could not see (a cursor that is not one of this reader's): faces answer -32602. The message
+ * starts with the argument's name.
+ */
+export class InvalidArgumentError extends EngineError {
+  constructor(message: string) {
+    super('invalid', message);
+    this.name = 'InvalidArgumentError';
   }
 }
 
@@ -278,19 +289,29 @@ export class Engine {
     };
   }
 
+  /**
+   * A page of the reader's tasks. The cursor is the id of the last task of the previous page, resolved only among the
+   * reader's own tasks: it carries no position in the hub-wide order, so it tells a caller nothing about other callers'
+   * tasks, and another caller's task id is refused exactly like a made-up one.
+   */
   list(caller: Reader, cursor: string | undefined, limit = DEFAULT_LIST_PAGE): ListView {
     let afterOrder = 0;
-    if (cursor) {
-      afterOrder = Number(Buffer.from(cursor, 'base64url').toString('utf8'));
-      if (!Number.isSafeInteger(afterOrder) || afterOrder < 0) throw new EngineError('invalid', 'cursor is not valid');
+    if (cursor !== undefined) {
+      const order = this.store.listOrderOf(caller, cursor);
+      if (order === undefined) {
+        throw new InvalidArgumentError(
+          'cursor is not one this list returned (or its task was removed); list again without a cursor',
+        );
+      }
+      afterOrder = order;
     }
     this.log.flushForRead();
-    const { tasks, orders } = this.store.listTasks(caller, afterOrder, limit + 1);
+    const { tasks } = this.store.listTasks(caller, afterOrder, limit + 1);
     const more = tasks.length > limit;
     const page = tasks.slice(0, limit);
     return {
       tasks: page.map((t) => this.readerView(caller, t)),
-      nextCursor: more ? Buffer.from(String(orders[limit - 1])).toString('base64url') : null,
+      nextCursor: more ? page[page.length - 1]!.id : null,
     };
   }
 
@@ -381,19 +402,21 @@ export class Engine {
         if (entry.session.id) this.log.recordSession(taskId, n, entry.session.id);
         return entry.session.turn(round.prompt, { signal: roundSignal });
       },
-      onEvent: (ev) => this.log.recordEvent(taskId, n, ev),
+      // Agent-supplied text is redacted once, here, before it is stored: every reader then sees the same safe copy.
+      onEvent: (ev) => this.log.recordEvent(taskId, n, redactDeep(ev) as typeof ev),
       close: async () => {
         await this.closeSession(taskId, entry.session);
         clearTimeout(forceTimer);
       },
     });
     const after = await snapshot(task.workdir);
+    const text = redact(r.text);
     if (entry.cancelRequested || this.shuttingDown) {
-      this.finish(taskId, n, this.abortOutcome(entry, r.end, after), r.text);
+      this.finish(taskId, n, this.abortOutcome(entry, r.end, after), text);
     } else if (r.stop === 'too_large') {
       this.finish(taskId, n, { state: 'failed', error: r.error, after });
     } else {
-      this.finish(taskId, n, { state: r.state, error: r.error ? redactError(r.error) : null, after }, r.text);
+      this.finish(taskId, n, { state: r.state, error: r.error ? redactError(r.error) : null, after }, text);
     }
   }
 

@@ -301,7 +301,8 @@ export class JobTable {
         this.phase(job, `${job.label}: permission ${ev.decision} (${ev.what})`);
         break;
       case 'commentary': {
-        const text = stripTerminalControls(ev.text);
+        // SE-1: commentary is paged to the caller as is, so it is redacted on the way in.
+        const text = redact(stripTerminalControls(ev.text));
         job.commentaryTotal += Array.from(text).length;
         const kept = keepTail(job.commentary + text);
         job.commentary = kept.tail;

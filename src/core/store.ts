@@ -304,6 +304,13 @@ export class Store {
     return { tasks: rows.map(toTask), orders: rows.map((r) => Number(r.list_order)) };
   }
 
+  /** The list position of task `id` if `caller` may list it (any caller for null), for resolving a list cursor. */
+  listOrderOf(caller: string | null, id: string): number | undefined {
+    const r = this.db.prepare('SELECT caller, list_order FROM tasks WHERE id = ?').get(id) as Row | undefined;
+    if (!r || (caller !== null && r.caller !== caller)) return undefined;
+    return Number(r.list_order);
+  }
+
   getCommentary(id: string): { tail: string; dropped: number } {
     const r = this.stmt('SELECT commentary, commentary_dropped FROM tasks WHERE id = ?').get(id) as Row;
     return { tail: String(r.commentary), dropped: Number(r.commentary_dropped) };

@@ -3,6 +3,7 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
+  type CallToolRequest,
   CallToolRequestSchema,
   type CallToolResult,
   ErrorCode,
@@ -47,6 +48,56 @@ export function toolJsonSchema(schema: z.ZodType): { type: 'object'; [k: string]
   return json as { type: 'object' };
 }
 
+/** Keys no argument object may carry: a client could otherwise reach an object's prototype through them. */
+const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+/**
+ * tools/call with its params as received. The SDK's CallToolRequestSchema silently drops an own `__proto__` key from
+ * the arguments, so handlers register this schema instead and look at the raw arguments first (checkedCallRequest).
+ */
+export const RawCallToolRequestSchema = z.object({ method: z.literal('tools/call'), params: z.unknown() });
+
+/**
+ * What no tool schema may accept, anywhere in the arguments, as `path: reason`: an own `__proto__`, `constructor` or
+ * `prototype` key, and a key or string that is not well-formed Unicode (a lone surrogate: stored as UTF-8 it would turn
+ * into U+FFFD, so distinct keys and ids would collapse into one). Iterative, so deep nesting cannot overflow the stack.
+ */
+export function argumentsIssue(args: unknown): string | undefined {
+  const stack: Array<[unknown, string]> = [[args, '']];
+  const at = (path: string, key: string | number) => (path ? `${path}.${key}` : String(key));
+  while (stack.length) {
+    const [value, path] = stack.pop()!;
+    if (typeof value === 'string') {
+      if (!value.isWellFormed()) return `${path || 'arguments'}: contains a lone surrogate (not valid Unicode text)`;
+    } else if (Array.isArray(value)) {
+      value.forEach((v, i) => {
+        stack.push([v, at(path, i)]);
+      });
+    } else if (typeof value === 'object' && value !== null) {
+      for (const [key, v] of Object.entries(value)) {
+        if (FORBIDDEN_KEYS.has(key)) return `${path || 'arguments'}: the key "${key}" is not allowed`;
+        if (!key.isWellFormed())
+          return `${path || 'arguments'}: a key contains a lone surrogate (not valid Unicode text)`;
+        stack.push([v, at(path, key)]);
+      }
+    }
+  }
+  return undefined;
+}
+
+/** The typed request from a raw one, or -32602 naming what no schema may accept (see argumentsIssue). */
+export function checkedCallRequest(raw: z.infer<typeof RawCallToolRequestSchema>): CallToolRequest {
+  const params = (typeof raw.params === 'object' && raw.params !== null ? raw.params : {}) as Record<string, unknown>;
+  const issue = argumentsIssue(params.arguments);
+  if (issue) {
+    throw new McpError(ErrorCode.InvalidParams, `invalid arguments for ${String(params.name).slice(0, 80)}: ${issue}`);
+  }
+  const parsed = CallToolRequestSchema.safeParse(raw);
+  if (!parsed.success)
+    throw new McpError(ErrorCode.InvalidParams, `invalid tools/call request: ${parsed.error.message}`);
+  return parsed.data;
+}
+
 /** Installs tools/list and tools/call handlers for `tools` on a low-level server (capabilities must include tools). */
 export function serveTools(server: Server, tools: readonly ToolDef[]): void {
   const byName = new Map(tools.map((t) => [t.name, t]));
@@ -58,7 +109,8 @@ export function serveTools(server: Server, tools: readonly ToolDef[]): void {
     ...(t.annotations ? { annotations: t.annotations } : {}),
   }));
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));
-  server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+  server.setRequestHandler(RawCallToolRequestSchema, async (raw, extra) => {
+    const req = checkedCallRequest(raw);
     const tool = byName.get(req.params.name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool "${req.params.name}"`);
     const parsed = tool.input.safeParse(req.params.arguments ?? {});

@@ -36,7 +36,8 @@ test('doctor: a session-capable agent is ok (a real session, no prompt), a missi
       scripted: {
         kind: 'acp',
         command: [process.execPath, SCRIPTED_ACP_AGENT],
-        env: { ACP_TEST_AGENT_RECORD: record },
+        // What the agent says about itself is agent text: the doctor prints it redacted (SE-1).
+        env: { ACP_TEST_AGENT_RECORD: record, ACP_TEST_AGENT_VERSION: `9.8.7 key=sk-Pl4nt3dDoctorKey0123456789abc` },
       },
       ghost: { kind: 'acp', command: [join(dir, 'no-such-agent')] },
     },
@@ -47,6 +48,9 @@ test('doctor: a session-capable agent is ok (a real session, no prompt), a missi
   assert.match(res.stdout, /^ok\s+scripted\s+acp\s+\S+.*session ok/m);
   assert.ok(res.stdout.includes(process.execPath), 'the row names the binary it runs');
   assert.match(res.stdout, new RegExp(`^FAIL\\s+ghost\\s+acp\\s.*"${join(dir, 'no-such-agent')}" not found`, 'm'));
+  // What the agent printed about itself is redacted like every other output.
+  assert.match(res.stdout, /9\.8\.7 key=\[redacted\]/);
+  assert.doesNotMatch(res.stdout, /Pl4nt3d/);
   const seen = readFileSync(record, 'utf8');
   assert.match(seen, /session\/new/, 'a real session was opened');
   assert.doesNotMatch(seen, /session\/prompt/, 'and no prompt was sent');

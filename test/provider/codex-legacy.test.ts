@@ -99,6 +99,8 @@ test('tools/list is rewritten to the curated schemas plus the job tools; bad arg
     { prompt: 'p', sandbox: 'read-only', 'developer-instructions': 'x' },
     { prompt: 'p', sandbox: 'read-only', model: 'gpt-4o' },
     { prompt: 'p' },
+    { prompt: 'p \uD800', sandbox: 'read-only' },
+    JSON.parse('{"__proto__":{"model":"gpt-4o"},"prompt":"p","sandbox":"read-only"}'),
   ]) {
     await assert.rejects(
       conn.call('codex', args),

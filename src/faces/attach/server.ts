@@ -3,9 +3,9 @@
 import type { Readable, Writable } from 'node:stream';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { redactedError } from '../../lib/redact.ts';
 import { BATON_VERSION } from '../../version.ts';
+import { checkedCallRequest, RawCallToolRequestSchema } from '../mcp-tools.ts';
 import { allowlistFromEnv } from './allowlist.ts';
 import { ConnectionRegistry } from './connections.ts';
 import { CrossHarnessMcpToolRegistrar } from './tools.ts';
@@ -55,7 +55,10 @@ export class CrossHarnessMcpServer {
     this.registrar.register(this.server);
     // This server is ours alone: invalid arguments become JSON-RPC -32602 errors instead of tool results (SE-4).
     this.server.server.removeRequestHandler('tools/call');
-    this.server.server.setRequestHandler(CallToolRequestSchema, this.registrar.strictCallHandler());
+    const strict = this.registrar.strictCallHandler();
+    this.server.server.setRequestHandler(RawCallToolRequestSchema, (raw, extra) =>
+      strict(checkedCallRequest(raw), extra),
+    );
     this.transport = new StdioServerTransport(this.stdin, this.stdout);
     this.server.server.onclose = () => {
       this.serverClosed = true;

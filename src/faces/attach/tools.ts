@@ -25,7 +25,7 @@ export const MAX_WAIT_SECONDS = 60;
 export const DEFAULT_WAIT_SECONDS = 0;
 export const DEFAULT_LIST_CHATS_LIMIT = 20;
 export const MAX_LIST_CHATS_LIMIT = 100;
-/** Largest message a send accepts, in UTF-16 code units (1 MiB of ASCII). */
+/** Largest message a send accepts, in Unicode code points (how zod and JSON Schema count `maxLength`). */
 export const MAX_MESSAGE_LENGTH = 1024 * 1024;
 const MAX_ID_LENGTH = 256;
 

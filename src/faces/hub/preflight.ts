@@ -2,6 +2,7 @@
 // actually run (a bare name resolved the way the hub resolves it), its version, login state and the outcome.
 import type { AgentProbe } from '../../agents/agent.ts';
 import { findAgentBinary } from '../../lib/agent-path.ts';
+import { redact } from '../../lib/redact.ts';
 
 export interface PreflightRow extends Omit<Partial<AgentProbe>, 'available'> {
   name: string;
@@ -43,10 +44,15 @@ export function preflightLines(rows: readonly PreflightRow[]): string[] {
     ]),
   ];
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
-  return table.map((row) =>
-    row
-      .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd(),
+  return (
+    table
+      .map((row) =>
+        row
+          .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!)))
+          .join('  ')
+          .trimEnd(),
+      )
+      // Version, login and detail are what the agent printed about itself: redacted like every other output.
+      .map((line) => redact(line))
   );
 }

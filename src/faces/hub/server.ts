@@ -27,7 +27,7 @@ import { backupInto, listBackups } from '../../core/store-backup.ts';
 import { createLogger, type Logger, type LogLevel } from '../../lib/log.ts';
 import { readBodyText } from '../../lib/net.ts';
 import { ensurePrivateDir } from '../../lib/private-fs.ts';
-import { redactError } from '../../lib/redact.ts';
+import { redactDeep, redactError } from '../../lib/redact.ts';
 import { BATON_VERSION } from '../../version.ts';
 import { serveTools } from '../mcp-tools.ts';
 import { type HubConfig, loadConfig, reachableAgents } from './config.ts';
@@ -291,6 +291,8 @@ export class Hub {
         }),
       ),
     );
+    // A probe reports what the agent printed (version, login, an error): agent text like any other, redacted once here.
+    this.probes = this.probes.map((p) => redactDeep(p) as AgentHealth);
     for (const p of this.probes) {
       if (p.available) this.logger.info('agent ready', { agent: p.name, version: p.version, login: p.login });
       else this.logger.warn('agent unavailable', { agent: p.name, detail: p.detail });

@@ -1,11 +1,22 @@
 // The hub's MCP tools (HB-3): strict schemas, bounded sizes, caller identity from the endpoint only.
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { type Engine, EngineError, MAX_EVENT_PAGE, MAX_LIST_PAGE, MAX_WAIT_MS } from '../../core/engine.ts';
+import {
+  type Engine,
+  EngineError,
+  InvalidArgumentError,
+  MAX_EVENT_PAGE,
+  MAX_LIST_PAGE,
+  MAX_WAIT_MS,
+} from '../../core/engine.ts';
 import { isDiskFull, StoreFullError } from '../../core/store.ts';
 import { redactError } from '../../lib/redact.ts';
 import { defineTool, jsonResult, type ToolDef, toolError } from '../mcp-tools.ts';
 
-/** A prompt is at most this many UTF-16 code units (256 KiB of ASCII). */
+/**
+ * A prompt is at most this many Unicode code points, the unit zod's `max` and JSON Schema's `maxLength` count (and the
+ * unit results are paged in): 262,144 astral characters pass, one more does not.
+ */
 export const MAX_PROMPT_LENGTH = 262_144;
 export const MAX_KEY_LENGTH = 200;
 const MAX_PATH_LENGTH = 4_096;
@@ -19,10 +30,13 @@ const idempotencyKey = z
   .describe('A key unique to this request; retrying with the same key and payload returns the same task.');
 const cursor = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
-async function guarded(fn: () => unknown | Promise<unknown>) {
+async function guarded(fn: () => unknown | Promise<unknown>, tool?: string) {
   try {
     return jsonResult((await fn()) as Record<string, unknown>);
   } catch (err) {
+    // A bad argument only the engine can tell is a schema violation all the same (SE-4).
+    if (err instanceof InvalidArgumentError)
+      throw new McpError(ErrorCode.InvalidParams, `invalid arguments for ${tool}: ${err.message}`);
     if (err instanceof EngineError) return toolError(err.message, { code: err.code });
     if (isDiskFull(err)) return toolError(new StoreFullError('nothing was changed').message, { code: 'disk_full' });
     return toolError(redactError(err), { code: 'internal' });
@@ -105,12 +119,17 @@ export function hubTools(engine: Engine, caller: string): ToolDef[] {
       description: "This caller's tasks, oldest first, paged with a cursor.",
       input: z
         .object({
-          cursor: z.string().min(1).max(64).optional(),
+          cursor: z
+            .string()
+            .min(1)
+            .max(64)
+            .optional()
+            .describe('The nextCursor of the previous page; opaque and valid only for this caller.'),
           limit: z.number().int().min(1).max(MAX_LIST_PAGE).optional(),
         })
         .strict(),
       annotations: { readOnlyHint: true },
-      handler: (args) => guarded(() => engine.list(caller, args.cursor, args.limit)),
+      handler: (args) => guarded(() => engine.list(caller, args.cursor, args.limit), 'agent_list'),
     }),
   ];
 }

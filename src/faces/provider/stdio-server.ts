@@ -7,7 +7,7 @@ import { type CallToolResult, McpError } from '@modelcontextprotocol/sdk/types.j
 import type { z } from 'zod';
 import type { Logger } from '../../lib/log.ts';
 import { DEFAULT_STOP_GRACE_MS, stopGroup } from '../../lib/process-group.ts';
-import { redactError } from '../../lib/redact.ts';
+import { redact, redactError } from '../../lib/redact.ts';
 import { serveTools, type ToolDef, type ToolExtra, toolError } from '../mcp-tools.ts';
 
 /** Largest JSON-RPC frame accepted from the client (SE-5). */
@@ -171,7 +171,8 @@ export function progressSender(
     timer = undefined;
     if (stopped || pending === undefined) return;
     lastSentAt = Date.now();
-    send({ progressToken: token, progress: ++count, message: pending });
+    // Progress text can quote the agent (a plan step, a status line): it is redacted like every other output.
+    send({ progressToken: token, progress: ++count, message: redact(pending) });
     pending = undefined;
   };
   return {

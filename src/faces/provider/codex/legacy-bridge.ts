@@ -11,7 +11,7 @@ import type { Logger } from '../../../lib/log.ts';
 import { type ChildGroup, spawnGroup } from '../../../lib/process-group.ts';
 import { redact, redactError } from '../../../lib/redact.ts';
 import { stripTerminalControls } from '../../../lib/text.ts';
-import { describeIssues, toolError, toolJsonSchema } from '../../mcp-tools.ts';
+import { argumentsIssue, describeIssues, toolError, toolJsonSchema } from '../../mcp-tools.ts';
 import { MAX_CLIENT_FRAME_BYTES, type ProviderTool, ToolFailure } from '../stdio-server.ts';
 import { authFailure, backgroundTools, type CallArgs } from './app-server.ts';
 import { type CodexHomeSettings, prepareProviderHome } from './home.ts';
@@ -274,6 +274,12 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
     const id = msg.id;
     const name = String(msg.params?.name ?? '');
     const rawArgs = msg.params?.arguments ?? {};
+    // The same refusals as every other face (own __proto__-like keys, lone surrogates), forwarded tools included.
+    const issue = argumentsIssue(rawArgs);
+    if (issue) {
+      send({ id, error: { code: ErrorCode.InvalidParams, message: `invalid arguments for ${name}: ${issue}` } });
+      return;
+    }
     const local = localByName.get(name);
     if (local) {
       void runLocal(id, local, rawArgs);
