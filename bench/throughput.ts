@@ -69,7 +69,7 @@ export async function throughput(opts: BenchOptions, dir: string, cleanup: Clean
           directCpu,
         ),
     },
-    { ms: 50_000, notes },
+    { ms: 80_000, notes },
   );
   await hub.stop();
   // The first sample of each is the warm-up.
