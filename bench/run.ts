@@ -1,79 +1,77 @@
-// `npm run bench`: what delegating through the hub costs compared with driving the same agent directly.
-// Baseline: the ACP adapter used in-process (open session → one turn → close), the floor any delegation pays.
-// Measured: the same prompt through a real hub daemon over Streamable HTTP with the official MCP SDK client
-// (agent_run → agent_wait until terminal → agent_result). Both use the scripted ACP test agent, so no model is involved;
-// the ratio is the hub's own overhead (HTTP, SQLite commits, scheduling, git snapshots) on this machine.
+// `npm run bench`: what baton costs next to the same work done without it, measured side by side in one run and
+// printed as ratios against the goals of issue 13 (never as timed tests). `npm run bench` builds dist/ first
+// (prebench), since every hub and provider here is the compiled `baton` a user runs.
 //
-//   node bench/run.ts [--runs N]
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+//   npm run bench [-- --runs N] [-- --only acp,codex,throughput,big-result,startup,memory] [-- --json]
+//
+// --runs N   interleaved runs per side after one warm-up (default 20; paging and the memory run are bounded by time)
+// --only     run just these measures
+// --json     one JSON document on stdout (machine info, every series' min/median/p90, every check) instead of tables
+import { mkdtempSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AcpAgent } from '../src/agents/acp/agent.ts';
-import { acpConfigSchema } from '../src/agents/acp/config.ts';
-import { silentLogger } from '../src/lib/log.ts';
-import { call, connectCaller, followToEnd, startHub } from '../test/support/hub.ts';
-import { SCRIPTED_ACP_AGENT } from '../test/support/scripted-agent.ts';
+import { acpDelegation } from './acp-delegation.ts';
+import { bigResult } from './big-result.ts';
+import { codexDelegation } from './codex-delegation.ts';
+import { type BenchOptions, Cleanup, formatSection, machine, parseArgs, type Section } from './harness.ts';
+import { memory } from './memory.ts';
+import { startup } from './startup.ts';
+import { throughput } from './throughput.ts';
 
-const runsArg = process.argv.indexOf('--runs');
-const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 15;
-const PROMPT = JSON.stringify({ steps: [{ chunks: ['bench ', 'answer'] }] });
+type Measure = (opts: BenchOptions, dir: string, cleanup: Cleanup) => Promise<Section>;
 
-const cleanups: Array<() => unknown> = [];
-const t = { after: (fn: () => unknown) => cleanups.push(fn) };
-const dir = mkdtempSync(join(tmpdir(), 'baton-bench-'));
-const work = join(dir, 'work');
-mkdirSync(work);
-const agentEntry = { kind: 'acp', command: [process.execPath, SCRIPTED_ACP_AGENT] };
+const MEASURES: Record<string, Measure> = {
+  acp: acpDelegation,
+  codex: codexDelegation,
+  throughput,
+  'big-result': bigResult,
+  startup,
+  memory,
+};
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
-
-async function direct(): Promise<number> {
-  const agent = new AcpAgent('bench', acpConfigSchema.parse({ command: agentEntry.command }), { logger: silentLogger });
-  const start = performance.now();
-  const session = await agent.openSession({
-    cwd: work,
-    sandbox: 'workspace-write',
-    signal: new AbortController().signal,
-  });
-  let text = '';
-  for await (const ev of session.turn(PROMPT, { signal: new AbortController().signal })) {
-    if (ev.kind === 'message') text += ev.text;
-  }
-  await session.close();
-  if (text !== 'bench answer') throw new Error(`unexpected answer ${text}`);
-  return performance.now() - start;
-}
-
+let opts: BenchOptions;
 try {
-  const hub = await startHub(t, { dir, roots: [work], agents: { bench: agentEntry } });
-  const client = await connectCaller(t, hub, 'alice');
-  const directMs: number[] = [];
-  const hubMs: number[] = [];
-  // One warm-up each, then interleave so machine noise hits both sides alike.
-  await direct();
-  for (let i = -1; i < RUNS; i++) {
-    const start = performance.now();
-    const run = await call<{ taskId: string }>(client, 'agent_run', {
-      prompt: PROMPT,
-      cwd: work,
-      idempotencyKey: `b${i}`,
-    });
-    const end = await followToEnd(client, run.taskId);
-    const result = await call<{ text: string }>(client, 'agent_result', { taskId: run.taskId });
-    if (end.state !== 'succeeded' || result.text !== 'bench answer') throw new Error(`hub run failed: ${end.state}`);
-    if (i >= 0) hubMs.push(performance.now() - start);
-    if (i >= 0) directMs.push(await direct());
+  opts = parseArgs(process.argv.slice(2), Object.keys(MEASURES));
+} catch (err) {
+  process.stderr.write(`bench: ${(err as Error).message}\n`);
+  process.exit(2);
+}
+const before = machine(availableParallelism());
+const log = (line: string) => {
+  // With --json, stdout carries only the document; progress goes to stderr.
+  (opts.json ? process.stderr : process.stdout).write(`${line}\n`);
+};
+log(
+  `baton bench: ${before.node}, ${before.cpus} CPUs, load average ${before.loadavg.join(' ')}, ${opts.runs} interleaved runs per side after one warm-up`,
+);
+if (before.noisy)
+  log(
+    `WARNING: load average ${before.loadavg[0]} > 2 on ${before.cpus} CPUs: other work shares this machine, numbers are noisy; compare ratios, not absolute times.`,
+  );
+
+const sections: Section[] = [];
+const started = performance.now();
+for (const [name, measure] of Object.entries(MEASURES)) {
+  if (opts.only && !opts.only.has(name)) continue;
+  const dir = mkdtempSync(join(tmpdir(), `baton-bench-${name}-`));
+  const cleanup = new Cleanup();
+  const t0 = performance.now();
+  try {
+    const section = await measure(opts, dir, cleanup);
+    section.notes.push(`took ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+    sections.push(section);
+    log(`\n${formatSection(section)}`);
+  } finally {
+    await cleanup.run();
+    rmSync(dir, { recursive: true, force: true });
   }
-  const d = median(directMs);
-  const h = median(hubMs);
-  console.log(`runs: ${RUNS} (medians)`);
-  console.log(`direct ACP adapter, one round: ${d.toFixed(1)} ms`);
-  console.log(`through the hub over MCP:      ${h.toFixed(1)} ms`);
-  console.log(`ratio hub/direct: ${(h / d).toFixed(2)}x (overhead ${(h - d).toFixed(1)} ms per task)`);
-} finally {
-  for (const fn of cleanups.reverse()) await fn();
-  rmSync(dir, { recursive: true, force: true });
+}
+const after = machine(availableParallelism());
+const checks = sections.flatMap((s) => s.checks.filter((c) => c.met !== null));
+const missed = checks.filter((c) => !c.met);
+log(
+  `\n${checks.length - missed.length}/${checks.length} goals met in ${((performance.now() - started) / 1000).toFixed(0)} s; load average at the end ${after.loadavg.join(' ')}`,
+);
+if (opts.json) {
+  process.stdout.write(`${JSON.stringify({ machine: { before, after }, runs: opts.runs, sections }, null, 2)}\n`);
 }
