@@ -11,7 +11,7 @@ import { stopGroup } from '../lib/process-group.ts';
 import { redactError } from '../lib/redact.ts';
 import { addWorktree, gitToplevel, snapshot } from './git.ts';
 import { type LockScope, WorkspaceLocks } from './locks.ts';
-import { pageText } from './paging.ts';
+import { RESULT_PAGE_CODE_POINTS } from './paging.ts';
 import { leaderStartTime, recoverAfterCrash } from './recovery.ts';
 import { type EndEvent, runRound } from './round.ts';
 import type { Store } from './store.ts';
@@ -225,7 +225,7 @@ export class Engine {
     const page = events.slice(0, limit);
     return {
       ...this.readerView(caller, task),
-      rounds: this.store.listRounds(task.id).map(roundView),
+      rounds: this.store.roundSummaries(task.id).map(roundView),
       events: page,
       nextCursor: page.length ? page[page.length - 1]!.seq : after,
       hasMore,
@@ -261,11 +261,11 @@ export class Engine {
 
   result(caller: string, taskId: string, offset = 0): ResultView {
     const task = this.owned(caller, taskId);
-    const round = this.store.getRound(task.id, task.rounds);
+    const round = this.store.roundSummary(task.id, task.rounds);
     if (!isTerminal(task.state) || !round) {
       return { taskId: task.id, state: task.state, round: task.rounds, available: false };
     }
-    const page = pageText(round.result ?? '', offset);
+    const page = this.store.resultPage(task.id, round.n, offset, RESULT_PAGE_CODE_POINTS);
     return {
       taskId: task.id,
       state: task.state,

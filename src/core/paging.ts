@@ -15,18 +15,53 @@ export interface TextPage {
   total: number;
 }
 
-/** A page of `text` starting at code point `offset`. Offsets past the end give an empty, done page. */
-export function pageText(text: string, offset = 0, pageSize = RESULT_PAGE_CODE_POINTS): TextPage {
-  const points = Array.from(text);
-  const start = Math.min(Math.max(0, offset), points.length);
-  const end = Math.min(start + pageSize, points.length);
-  return {
-    text: points.slice(start, end).join(''),
-    offset: start,
-    nextOffset: end,
-    done: end >= points.length,
-    total: points.length,
-  };
+/** Code points in `text`, counted as `Array.from` would (a lone surrogate is one), without building an array. */
+export function countCodePoints(text: string): number {
+  let n = text.length;
+  for (let i = 0; i < text.length - 1; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n--;
+        i++;
+      }
+    }
+  }
+  return n;
+}
+
+/** The UTF-16 index of code point `points` in `text`, walking from UTF-16 index `from` (itself code point 0). */
+function indexAfter(text: string, points: number, from = 0): number {
+  let i = from;
+  for (let p = 0; p < points && i < text.length; p++) {
+    const c = text.charCodeAt(i);
+    const d = text.charCodeAt(i + 1);
+    i += c >= 0xd800 && c <= 0xdbff && d >= 0xdc00 && d <= 0xdfff ? 2 : 1;
+  }
+  return i;
+}
+
+/**
+ * A page of `text` starting at code point `offset`. Offsets past the end give an empty, done page. `total` (the text's
+ * length in code points) may be passed when it is known already; when it equals the UTF-16 length there are no
+ * surrogate pairs and code point offsets are string indexes, so a page costs only its own size.
+ */
+export function pageText(
+  text: string,
+  offset = 0,
+  pageSize = RESULT_PAGE_CODE_POINTS,
+  total = countCodePoints(text),
+): TextPage {
+  const start = Math.min(Math.max(0, offset), total);
+  const end = Math.min(start + pageSize, total);
+  let from = start;
+  let to = end;
+  if (total !== text.length) {
+    from = indexAfter(text, start);
+    to = indexAfter(text, end - start, from);
+  }
+  return { text: text.slice(from, to), offset: start, nextOffset: end, done: end >= total, total };
 }
 
 export interface TailPage extends TextPage {

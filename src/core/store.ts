@@ -4,7 +4,9 @@
 import { chmodSync, existsSync } from 'node:fs';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import { PRIVATE_FILE_MODE } from '../lib/private-fs.ts';
-import type { Isolation, RoundRow, TaskEvent, TaskRow, TaskState } from './task.ts';
+import { cutCodePoints } from '../lib/text.ts';
+import { COMMENTARY_TAIL_BYTES, countCodePoints, keepTail, pageText, type TextPage } from './paging.ts';
+import type { Isolation, RoundRow, RoundSummary, TaskEvent, TaskRow, TaskState } from './task.ts';
 
 const MIGRATIONS: string[] = [
   `CREATE TABLE tasks (
@@ -23,7 +25,39 @@ const MIGRATIONS: string[] = [
      caller TEXT NOT NULL, key TEXT NOT NULL, payload_hash TEXT NOT NULL, task_id TEXT NOT NULL, round INTEGER NOT NULL,
      PRIMARY KEY (caller, key));
    CREATE TABLE workers (pgid INTEGER PRIMARY KEY, task_id TEXT NOT NULL, leader_start TEXT, started_at TEXT NOT NULL);`,
+  // Reads that cost the same whatever the size of a result or of the commentary (issue 13): a round's result length and
+  // preview are kept beside it when it is written; commentary is appended as chunks with running totals and trimmed from
+  // the front a chunk at a time; the operator list and recovery read through indexes. Rounds written before this
+  // migration have no result_chars and are measured from their result when read.
+  `ALTER TABLE rounds ADD COLUMN result_chars INTEGER;
+   ALTER TABLE rounds ADD COLUMN result_preview TEXT;
+   CREATE TABLE commentary (
+     task_id TEXT NOT NULL REFERENCES tasks(id), seq INTEGER NOT NULL, text TEXT NOT NULL, bytes INTEGER NOT NULL,
+     chars INTEGER NOT NULL, PRIMARY KEY (task_id, seq));
+   ALTER TABLE tasks ADD COLUMN commentary_bytes INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE tasks ADD COLUMN commentary_chars INTEGER NOT NULL DEFAULT 0;
+   INSERT INTO commentary (task_id, seq, text, bytes, chars)
+     SELECT id, 1, commentary, length(CAST(commentary AS BLOB)), length(commentary) FROM tasks WHERE commentary <> '';
+   UPDATE tasks SET commentary_bytes = length(CAST(commentary AS BLOB)), commentary_chars = length(commentary),
+     commentary = '' WHERE commentary <> '';
+   CREATE INDEX tasks_by_order ON tasks(list_order);
+   CREATE INDEX tasks_by_state ON tasks(state, list_order);`,
 ];
+
+/** The task columns a TaskRow is built from: never the commentary, which lives in its own table. */
+const TASK_COLUMNS =
+  'id, caller, agent, cwd, workdir, isolation, model, effort, state, session_id, rounds, created_at, updated_at, error, last_seq';
+
+/**
+ * A round without its prompt and result. `result_full` is read only for a round stored without result_chars (written
+ * before the column existed, or holding a NUL, which SQLite's text functions stop at), and measured in JS.
+ */
+const ROUND_SUMMARY_COLUMNS = `task_id, n, state, started_at, ended_at, before, after, error, abandoned, result_chars,
+  result_preview, CASE WHEN result_chars IS NULL THEN result END AS result_full, result IS NOT NULL AS has_result`;
+
+/** Small commentary appends are joined into the newest chunk up to this size, so a chunk is never rewritten whole. */
+const COMMENTARY_CHUNK_BYTES = 16 * 1024;
+const RESULT_PREVIEW_CODE_POINTS = 200;
 
 export interface IdempotencyRecord {
   payloadHash: string;
@@ -115,7 +149,7 @@ export class Store {
   }
 
   getTask(id: string): TaskRow | undefined {
-    const r = this.db.prepare('SELECT * FROM tasks WHERE id = ?').get(id) as Row | undefined;
+    const r = this.db.prepare(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ?`).get(id) as Row | undefined;
     return r ? toTask(r) : undefined;
   }
 
@@ -132,7 +166,7 @@ export class Store {
   }
 
   tasksInStates(states: TaskState[]): TaskRow[] {
-    const q = `SELECT * FROM tasks WHERE state IN (${states.map(() => '?').join(',')}) ORDER BY list_order`;
+    const q = `SELECT ${TASK_COLUMNS} FROM tasks WHERE state IN (${states.map(() => '?').join(',')}) ORDER BY list_order`;
     return (this.db.prepare(q).all(...states) as Row[]).map(toTask);
   }
 
@@ -140,21 +174,73 @@ export class Store {
   listTasks(caller: string | null, afterOrder: number, limit: number): { tasks: TaskRow[]; orders: number[] } {
     const rows = (
       caller === null
-        ? this.db.prepare('SELECT * FROM tasks WHERE list_order > ? ORDER BY list_order LIMIT ?').all(afterOrder, limit)
+        ? this.db
+            .prepare(`SELECT ${TASK_COLUMNS}, list_order FROM tasks WHERE list_order > ? ORDER BY list_order LIMIT ?`)
+            .all(afterOrder, limit)
         : this.db
-            .prepare('SELECT * FROM tasks WHERE caller = ? AND list_order > ? ORDER BY list_order LIMIT ?')
+            .prepare(
+              `SELECT ${TASK_COLUMNS}, list_order FROM tasks WHERE caller = ? AND list_order > ? ORDER BY list_order LIMIT ?`,
+            )
             .all(caller, afterOrder, limit)
     ) as Row[];
     return { tasks: rows.map(toTask), orders: rows.map((r) => Number(r.list_order)) };
   }
 
+  /** The commentary tail (at most COMMENTARY_TAIL_BYTES) and how many code points were dropped before it. */
   getCommentary(id: string): { tail: string; dropped: number } {
-    const r = this.db.prepare('SELECT commentary, commentary_dropped FROM tasks WHERE id = ?').get(id) as Row;
-    return { tail: String(r.commentary), dropped: Number(r.commentary_dropped) };
+    const r = this.db.prepare('SELECT commentary_dropped FROM tasks WHERE id = ?').get(id) as Row;
+    const chunks = this.db.prepare('SELECT text FROM commentary WHERE task_id = ? ORDER BY seq').all(id) as Row[];
+    return { tail: chunks.map((c) => String(c.text)).join(''), dropped: Number(r.commentary_dropped) };
   }
 
-  setCommentary(id: string, tail: string, dropped: number): void {
-    this.db.prepare('UPDATE tasks SET commentary = ?, commentary_dropped = ? WHERE id = ?').run(tail, dropped, id);
+  /**
+   * Appends to a task's commentary at a cost that depends on the append, not on the tail: the newest chunk grows up to
+   * COMMENTARY_CHUNK_BYTES, and while the tail is over `maxBytes` its oldest chunks are dropped whole.
+   */
+  appendCommentary(id: string, text: string, maxBytes = COMMENTARY_TAIL_BYTES): void {
+    if (!text) return;
+    this.tx(() => {
+      const cut = Buffer.byteLength(text) > maxBytes ? keepTail(text, maxBytes) : { tail: text, droppedCodePoints: 0 };
+      const bytes = Buffer.byteLength(cut.tail);
+      const chars = countCodePoints(cut.tail);
+      const last = this.db
+        .prepare('SELECT seq, bytes FROM commentary WHERE task_id = ? ORDER BY seq DESC LIMIT 1')
+        .get(id) as Row | undefined;
+      if (last && Number(last.bytes) + bytes <= COMMENTARY_CHUNK_BYTES) {
+        this.db
+          .prepare(
+            'UPDATE commentary SET text = text || ?, bytes = bytes + ?, chars = chars + ? WHERE task_id = ? AND seq = ?',
+          )
+          .run(cut.tail, bytes, chars, id, last.seq as number);
+      } else {
+        this.db
+          .prepare('INSERT INTO commentary (task_id, seq, text, bytes, chars) VALUES (?, ?, ?, ?, ?)')
+          .run(id, last ? Number(last.seq) + 1 : 1, cut.tail, bytes, chars);
+      }
+      let total = (
+        this.db
+          .prepare(
+            `UPDATE tasks SET commentary_bytes = commentary_bytes + ?, commentary_chars = commentary_chars + ?,
+               commentary_dropped = commentary_dropped + ? WHERE id = ? RETURNING commentary_bytes`,
+          )
+          .get(bytes, chars, cut.droppedCodePoints, id) as { commentary_bytes: number }
+      ).commentary_bytes;
+      while (total > maxBytes) {
+        const oldest = this.db
+          .prepare(
+            'DELETE FROM commentary WHERE task_id = ? AND seq = (SELECT MIN(seq) FROM commentary WHERE task_id = ?) RETURNING bytes, chars',
+          )
+          .get(id, id) as { bytes: number; chars: number };
+        total = (
+          this.db
+            .prepare(
+              `UPDATE tasks SET commentary_bytes = commentary_bytes - ?, commentary_chars = commentary_chars - ?,
+                 commentary_dropped = commentary_dropped + ? WHERE id = ? RETURNING commentary_bytes`,
+            )
+            .get(oldest.bytes, oldest.chars, oldest.chars, id) as { commentary_bytes: number }
+        ).commentary_bytes;
+      }
+    });
   }
 
   // ---- rounds
@@ -171,8 +257,45 @@ export class Store {
     return r ? toRound(r) : undefined;
   }
 
-  listRounds(taskId: string): RoundRow[] {
-    return (this.db.prepare('SELECT * FROM rounds WHERE task_id = ? ORDER BY n').all(taskId) as Row[]).map(toRound);
+  /** Every round of a task without prompts and results: what a status shows. */
+  roundSummaries(taskId: string): RoundSummary[] {
+    return (
+      this.db.prepare(`SELECT ${ROUND_SUMMARY_COLUMNS} FROM rounds WHERE task_id = ? ORDER BY n`).all(taskId) as Row[]
+    ).map(toRoundSummary);
+  }
+
+  roundSummary(taskId: string, n: number): RoundSummary | undefined {
+    const r = this.db
+      .prepare(`SELECT ${ROUND_SUMMARY_COLUMNS} FROM rounds WHERE task_id = ? AND n = ?`)
+      .get(taskId, n) as Row | undefined;
+    return r ? toRoundSummary(r) : undefined;
+  }
+
+  /** A page of a round's result read with SQLite's substr, so the whole result never crosses into JS per page. */
+  resultPage(taskId: string, n: number, offset: number, pageSize: number): TextPage {
+    const meta = this.db.prepare('SELECT result_chars FROM rounds WHERE task_id = ? AND n = ?').get(taskId, n) as
+      | Row
+      | undefined;
+    const total = meta?.result_chars;
+    if (total === null || total === undefined) {
+      const r = this.db.prepare('SELECT result FROM rounds WHERE task_id = ? AND n = ?').get(taskId, n) as
+        | Row
+        | undefined;
+      return pageText(r?.result == null ? '' : String(r.result), offset, pageSize);
+    }
+    const start = Math.min(Math.max(0, offset), Number(total));
+    const end = Math.min(start + pageSize, Number(total));
+    const text =
+      end > start
+        ? String(
+            (
+              this.db
+                .prepare('SELECT substr(result, ?, ?) AS t FROM rounds WHERE task_id = ? AND n = ?')
+                .get(start + 1, end - start, taskId, n) as Row
+            ).t,
+          )
+        : '';
+    return { text, offset: start, nextOffset: end, done: end >= Number(total), total: Number(total) };
   }
 
   updateRound(
@@ -200,7 +323,13 @@ export class Store {
     if (patch.endedAt !== undefined) set('ended_at', patch.endedAt);
     if (patch.before !== undefined) set('before', JSON.stringify(patch.before));
     if (patch.after !== undefined) set('after', JSON.stringify(patch.after));
-    if (patch.result !== undefined) set('result', patch.result);
+    if (patch.result !== undefined) {
+      set('result', patch.result);
+      // SQLite's text functions stop at a NUL, so such a result keeps no length and is measured and paged in JS.
+      const measured = patch.result !== null && !patch.result.includes('\0');
+      set('result_chars', measured ? countCodePoints(patch.result as string) : null);
+      set('result_preview', measured ? cutCodePoints(patch.result as string, RESULT_PREVIEW_CODE_POINTS) : null);
+    }
     if (patch.error !== undefined) set('error', patch.error);
     if (patch.abandoned !== undefined) set('abandoned', patch.abandoned ? 1 : 0);
     if (!cols.length) return;
@@ -299,6 +428,29 @@ function toTask(r: Row): TaskRow {
     updatedAt: String(r.updated_at),
     error: r.error === null ? null : String(r.error),
     lastSeq: Number(r.last_seq),
+  };
+}
+
+function toRoundSummary(r: Row): RoundSummary {
+  const json = (v: SQLInputValue | undefined) => (v === null || v === undefined ? null : JSON.parse(String(v)));
+  const full = r.result_full === null || r.result_full === undefined ? null : String(r.result_full);
+  const has = Number(r.has_result) === 1;
+  return {
+    taskId: String(r.task_id),
+    n: Number(r.n),
+    state: r.state as TaskState,
+    startedAt: r.started_at === null ? null : String(r.started_at),
+    endedAt: r.ended_at === null ? null : String(r.ended_at),
+    before: json(r.before),
+    after: json(r.after),
+    error: r.error === null ? null : String(r.error),
+    abandoned: Number(r.abandoned) === 1,
+    resultChars: !has ? null : full !== null ? countCodePoints(full) : Number(r.result_chars),
+    resultPreview: !has
+      ? null
+      : full !== null
+        ? cutCodePoints(full, RESULT_PREVIEW_CODE_POINTS)
+        : String(r.result_preview ?? ''),
   };
 }
 

@@ -5,7 +5,6 @@ import type { AgentEvent } from '../agents/agent.ts';
 import type { Logger } from '../lib/log.ts';
 import { redactError } from '../lib/redact.ts';
 import { cutCodePoints, statusLine, stripTerminalControls } from '../lib/text.ts';
-import { keepTail } from './paging.ts';
 import type { Store } from './store.ts';
 import { assertTransition } from './task.ts';
 import type { Waiters } from './waiters.ts';
@@ -88,9 +87,7 @@ export class TaskLog {
       case 'commentary': {
         const text = stripTerminalControls(ev.text);
         this.store.tx(() => {
-          const { tail, dropped } = this.store.getCommentary(taskId);
-          const kept = keepTail(tail + text);
-          this.store.setCommentary(taskId, kept.tail, dropped + kept.droppedCodePoints);
+          this.store.appendCommentary(taskId, text);
           this.store.appendEvent(taskId, {
             ...base,
             kind: 'commentary',

@@ -64,6 +64,13 @@ export interface RoundRow {
   abandoned: boolean;
 }
 
+/** A round as status and views read it: no prompt or result, but the result's length and preview. */
+export type RoundSummary = Omit<RoundRow, 'prompt' | 'result'> & {
+  /** Result length in code points, or null when the round has no result. */
+  resultChars: number | null;
+  resultPreview: string | null;
+};
+
 export interface TaskEvent {
   seq: number;
   time: string;
