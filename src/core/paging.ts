@@ -42,6 +42,17 @@ function indexAfter(text: string, points: number, from = 0): number {
   return i;
 }
 
+/** `text` cut into pieces of `size` code points (the last may be shorter), never inside a surrogate pair. */
+export function splitCodePoints(text: string, size: number): string[] {
+  const out: string[] = [];
+  for (let from = 0; from < text.length; ) {
+    const to = indexAfter(text, size, from);
+    out.push(text.slice(from, to));
+    from = to;
+  }
+  return out;
+}
+
 /**
  * A page of `text` starting at code point `offset`. Offsets past the end give an empty, done page. `total` (the text's
  * length in code points) may be passed when it is known already; when it equals the UTF-16 length there are no

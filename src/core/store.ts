@@ -5,7 +5,15 @@ import { chmodSync, existsSync } from 'node:fs';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import { PRIVATE_FILE_MODE } from '../lib/private-fs.ts';
 import { cutCodePoints } from '../lib/text.ts';
-import { COMMENTARY_TAIL_BYTES, countCodePoints, keepTail, pageText, type TextPage } from './paging.ts';
+import {
+  COMMENTARY_TAIL_BYTES,
+  countCodePoints,
+  keepTail,
+  pageText,
+  RESULT_PAGE_CODE_POINTS,
+  splitCodePoints,
+  type TextPage,
+} from './paging.ts';
 import type { Isolation, RoundRow, RoundSummary, TaskEvent, TaskRow, TaskState } from './task.ts';
 
 const MIGRATIONS: string[] = [
@@ -25,12 +33,17 @@ const MIGRATIONS: string[] = [
      caller TEXT NOT NULL, key TEXT NOT NULL, payload_hash TEXT NOT NULL, task_id TEXT NOT NULL, round INTEGER NOT NULL,
      PRIMARY KEY (caller, key));
    CREATE TABLE workers (pgid INTEGER PRIMARY KEY, task_id TEXT NOT NULL, leader_start TEXT, started_at TEXT NOT NULL);`,
-  // Reads that cost the same whatever the size of a result or of the commentary (issue 13): a round's result length and
-  // preview are kept beside it when it is written; commentary is appended as chunks with running totals and trimmed from
-  // the front a chunk at a time; the operator list and recovery read through indexes. Rounds written before this
-  // migration have no result_chars and are measured from their result when read.
+  // Reads that cost the same whatever the size of a result or of the commentary (issue 13). A result is kept in pages
+  // of RESULT_PAGE_CODE_POINTS in its own table, with its length and preview in the round row (a large value inside
+  // the row would make SQLite walk its overflow pages to reach any column stored after it); commentary is appended as
+  // chunks with running totals and trimmed from the front a chunk at a time; the operator list and recovery read
+  // through indexes. Rounds written before this migration keep their result in rounds.result (result_chars NULL) and
+  // are measured and paged from it as before.
   `ALTER TABLE rounds ADD COLUMN result_chars INTEGER;
    ALTER TABLE rounds ADD COLUMN result_preview TEXT;
+   CREATE TABLE result_pages (
+     task_id TEXT NOT NULL REFERENCES tasks(id), n INTEGER NOT NULL, page INTEGER NOT NULL, text TEXT NOT NULL,
+     PRIMARY KEY (task_id, n, page));
    CREATE TABLE commentary (
      task_id TEXT NOT NULL REFERENCES tasks(id), seq INTEGER NOT NULL, text TEXT NOT NULL, bytes INTEGER NOT NULL,
      chars INTEGER NOT NULL, PRIMARY KEY (task_id, seq));
@@ -48,12 +61,11 @@ const MIGRATIONS: string[] = [
 const TASK_COLUMNS =
   'id, caller, agent, cwd, workdir, isolation, model, effort, state, session_id, rounds, created_at, updated_at, error, last_seq';
 
-/**
- * A round without its prompt and result. `result_full` is read only for a round stored without result_chars (written
- * before the column existed, or holding a NUL, which SQLite's text functions stop at), and measured in JS.
- */
+const ROUND_COLUMNS = 'task_id, n, prompt, state, started_at, ended_at, before, after, error, abandoned';
+
+/** A round without its prompt and result; `legacy_result` is only ever set on a round written before result pages. */
 const ROUND_SUMMARY_COLUMNS = `task_id, n, state, started_at, ended_at, before, after, error, abandoned, result_chars,
-  result_preview, CASE WHEN result_chars IS NULL THEN result END AS result_full, result IS NOT NULL AS has_result`;
+  result_preview, result AS legacy_result`;
 
 /** Small commentary appends are joined into the newest chunk up to this size, so a chunk is never rewritten whole. */
 const COMMENTARY_CHUNK_BYTES = 16 * 1024;
@@ -253,7 +265,9 @@ export class Store {
   }
 
   getRound(taskId: string, n: number): RoundRow | undefined {
-    const r = this.db.prepare('SELECT * FROM rounds WHERE task_id = ? AND n = ?').get(taskId, n) as Row | undefined;
+    const r = this.db.prepare(`SELECT ${ROUND_COLUMNS} FROM rounds WHERE task_id = ? AND n = ?`).get(taskId, n) as
+      | Row
+      | undefined;
     return r ? toRound(r) : undefined;
   }
 
@@ -271,31 +285,32 @@ export class Store {
     return r ? toRoundSummary(r) : undefined;
   }
 
-  /** A page of a round's result read with SQLite's substr, so the whole result never crosses into JS per page. */
+  /** A page of a round's result, read from the one or two stored pages it spans, whatever the result's size. */
   resultPage(taskId: string, n: number, offset: number, pageSize: number): TextPage {
-    const meta = this.db.prepare('SELECT result_chars FROM rounds WHERE task_id = ? AND n = ?').get(taskId, n) as
-      | Row
-      | undefined;
-    const total = meta?.result_chars;
-    if (total === null || total === undefined) {
-      const r = this.db.prepare('SELECT result FROM rounds WHERE task_id = ? AND n = ?').get(taskId, n) as
-        | Row
-        | undefined;
-      return pageText(r?.result == null ? '' : String(r.result), offset, pageSize);
+    const meta = this.db
+      .prepare('SELECT result_chars, result AS legacy FROM rounds WHERE task_id = ? AND n = ?')
+      .get(taskId, n) as Row | undefined;
+    if (meta?.result_chars == null) {
+      return pageText(meta?.legacy == null ? '' : String(meta.legacy), offset, pageSize);
     }
-    const start = Math.min(Math.max(0, offset), Number(total));
-    const end = Math.min(start + pageSize, Number(total));
-    const text =
+    const total = Number(meta.result_chars);
+    const start = Math.min(Math.max(0, offset), total);
+    const end = Math.min(start + pageSize, total);
+    const first = Math.floor(start / RESULT_PAGE_CODE_POINTS);
+    const stored =
       end > start
-        ? String(
-            (
-              this.db
-                .prepare('SELECT substr(result, ?, ?) AS t FROM rounds WHERE task_id = ? AND n = ?')
-                .get(start + 1, end - start, taskId, n) as Row
-            ).t,
+        ? (
+            this.db
+              .prepare(
+                'SELECT text FROM result_pages WHERE task_id = ? AND n = ? AND page BETWEEN ? AND ? ORDER BY page',
+              )
+              .all(taskId, n, first, Math.floor((end - 1) / RESULT_PAGE_CODE_POINTS)) as Row[]
           )
+            .map((r) => String(r.text))
+            .join('')
         : '';
-    return { text, offset: start, nextOffset: end, done: end >= Number(total), total: Number(total) };
+    const text = pageText(stored, start - first * RESULT_PAGE_CODE_POINTS, end - start).text;
+    return { text, offset: start, nextOffset: end, done: end >= total, total };
   }
 
   updateRound(
@@ -324,16 +339,23 @@ export class Store {
     if (patch.before !== undefined) set('before', JSON.stringify(patch.before));
     if (patch.after !== undefined) set('after', JSON.stringify(patch.after));
     if (patch.result !== undefined) {
-      set('result', patch.result);
-      // SQLite's text functions stop at a NUL, so such a result keeps no length and is measured and paged in JS.
-      const measured = patch.result !== null && !patch.result.includes('\0');
-      set('result_chars', measured ? countCodePoints(patch.result as string) : null);
-      set('result_preview', measured ? cutCodePoints(patch.result as string, RESULT_PREVIEW_CODE_POINTS) : null);
+      set('result', null);
+      set('result_chars', patch.result === null ? null : countCodePoints(patch.result));
+      set('result_preview', patch.result === null ? null : cutCodePoints(patch.result, RESULT_PREVIEW_CODE_POINTS));
     }
     if (patch.error !== undefined) set('error', patch.error);
     if (patch.abandoned !== undefined) set('abandoned', patch.abandoned ? 1 : 0);
     if (!cols.length) return;
-    this.db.prepare(`UPDATE rounds SET ${cols.join(', ')} WHERE task_id = ? AND n = ?`).run(...vals, taskId, n);
+    this.tx(() => {
+      this.db.prepare(`UPDATE rounds SET ${cols.join(', ')} WHERE task_id = ? AND n = ?`).run(...vals, taskId, n);
+      if (patch.result === undefined) return;
+      this.db.prepare('DELETE FROM result_pages WHERE task_id = ? AND n = ?').run(taskId, n);
+      if (patch.result === null) return;
+      const insert = this.db.prepare('INSERT INTO result_pages (task_id, n, page, text) VALUES (?, ?, ?, ?)');
+      splitCodePoints(patch.result, RESULT_PAGE_CODE_POINTS).forEach((text, page) => {
+        insert.run(taskId, n, page, text);
+      });
+    });
   }
 
   // ---- events
@@ -433,8 +455,7 @@ function toTask(r: Row): TaskRow {
 
 function toRoundSummary(r: Row): RoundSummary {
   const json = (v: SQLInputValue | undefined) => (v === null || v === undefined ? null : JSON.parse(String(v)));
-  const full = r.result_full === null || r.result_full === undefined ? null : String(r.result_full);
-  const has = Number(r.has_result) === 1;
+  const legacy = r.legacy_result == null ? null : String(r.legacy_result);
   return {
     taskId: String(r.task_id),
     n: Number(r.n),
@@ -445,12 +466,13 @@ function toRoundSummary(r: Row): RoundSummary {
     after: json(r.after),
     error: r.error === null ? null : String(r.error),
     abandoned: Number(r.abandoned) === 1,
-    resultChars: !has ? null : full !== null ? countCodePoints(full) : Number(r.result_chars),
-    resultPreview: !has
-      ? null
-      : full !== null
-        ? cutCodePoints(full, RESULT_PREVIEW_CODE_POINTS)
-        : String(r.result_preview ?? ''),
+    resultChars: r.result_chars != null ? Number(r.result_chars) : legacy !== null ? countCodePoints(legacy) : null,
+    resultPreview:
+      r.result_chars != null
+        ? String(r.result_preview)
+        : legacy !== null
+          ? cutCodePoints(legacy, RESULT_PREVIEW_CODE_POINTS)
+          : null,
   };
 }
 
@@ -465,7 +487,6 @@ function toRound(r: Row): RoundRow {
     endedAt: r.ended_at === null ? null : String(r.ended_at),
     before: json(r.before),
     after: json(r.after),
-    result: r.result === null ? null : String(r.result),
     error: r.error === null ? null : String(r.error),
     abandoned: Number(r.abandoned) === 1,
   };

@@ -28,24 +28,27 @@ function allPages(store: Store, pageSize: number) {
   }
 }
 
-test('result pages from the store equal paging the text itself: astral, NUL and legacy rows alike', (t) => {
+test('result pages from the store equal paging the text itself: astral, NUL, empty and legacy rows alike', (t) => {
   const store = storeWithTask(t);
-  const texts = ['😀a'.repeat(1000) + 'é'.repeat(1000), `before\0after${'x'.repeat(500)}`, ''];
+  const texts = ['😀a'.repeat(40_000) + 'é'.repeat(1000), `before\0after${'x'.repeat(500)}`, ''];
   for (const text of texts) {
     store.updateRound('t1', 1, { result: text });
     for (const legacy of [false, true]) {
-      // A round written before result_chars existed is measured from its result.
-      if (legacy) store.db.prepare('UPDATE rounds SET result_chars = NULL, result_preview = NULL').run();
-      const pages = allPages(store, 333);
+      // A round written before result pages existed keeps its result in the round row, and is read from there.
+      if (legacy) {
+        store.db.prepare('UPDATE rounds SET result = ?, result_chars = NULL, result_preview = NULL').run(text);
+        store.db.prepare('DELETE FROM result_pages').run();
+      }
+      const pages = allPages(store, 7_777);
       const expected = [];
       for (let offset = 0; ; ) {
-        const p = pageText(text, offset, 333);
+        const p = pageText(text, offset, 7_777);
         expected.push(p);
         if (p.done) break;
         offset = p.nextOffset;
       }
       assert.deepEqual(pages, expected);
-      assert.deepEqual(store.resultPage('t1', 1, 10 ** 9, 333), pageText(text, 10 ** 9, 333));
+      assert.deepEqual(store.resultPage('t1', 1, 10 ** 9, 7_777), pageText(text, 10 ** 9, 7_777));
       const summary = store.roundSummary('t1', 1)!;
       assert.equal(summary.resultChars, Array.from(text).length);
       assert.equal(summary.resultPreview, Array.from(text).slice(0, 200).join(''));
