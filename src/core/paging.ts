@@ -89,9 +89,10 @@ export function pageTail(
   droppedBefore: number,
   offset = 0,
   pageSize = RESULT_PAGE_CODE_POINTS,
+  tailCodePoints = countCodePoints(tail),
 ): TailPage {
   const rel = Math.max(0, offset - droppedBefore);
-  const page = pageText(tail, rel, pageSize);
+  const page = pageText(tail, rel, pageSize, tailCodePoints);
   return {
     ...page,
     offset: page.offset + droppedBefore,
@@ -114,4 +115,64 @@ export function keepTail(text: string, maxBytes = COMMENTARY_TAIL_BYTES): { tail
     i--;
   }
   return { tail: points.slice(i).join(''), droppedCodePoints: i };
+}
+
+/** Small appends are joined into the newest chunk up to this size; a larger one is a chunk of its own. */
+const TAIL_CHUNK_BYTES = 16 * 1024;
+
+/**
+ * A bounded tail kept as appended chunks: an append costs its own size, and while the tail is over `maxBytes` its
+ * oldest chunks are dropped whole (so it may hold up to one chunk less than the bound). Offsets stay absolute.
+ */
+export class TailBuffer {
+  private readonly maxBytes: number;
+  private chunks: { text: string; bytes: number; chars: number }[] = [];
+  private bytes = 0;
+  private chars = 0;
+  /** Code points dropped from the front. */
+  dropped = 0;
+
+  constructor(maxBytes = COMMENTARY_TAIL_BYTES) {
+    this.maxBytes = maxBytes;
+  }
+
+  /** Code points appended in all, dropped ones included. */
+  get total(): number {
+    return this.dropped + this.chars;
+  }
+
+  append(text: string): void {
+    if (!text) return;
+    let add = text;
+    if (Buffer.byteLength(add) > this.maxBytes) {
+      const cut = keepTail(add, this.maxBytes);
+      add = cut.tail;
+      this.dropped += cut.droppedCodePoints;
+    }
+    const bytes = Buffer.byteLength(add);
+    const chars = countCodePoints(add);
+    const last = this.chunks[this.chunks.length - 1];
+    if (last && last.bytes + bytes <= TAIL_CHUNK_BYTES) {
+      last.text += add;
+      last.bytes += bytes;
+      last.chars += chars;
+    } else {
+      this.chunks.push({ text: add, bytes, chars });
+    }
+    this.bytes += bytes;
+    this.chars += chars;
+    let drop = 0;
+    while (this.bytes > this.maxBytes) {
+      const oldest = this.chunks[drop++]!;
+      this.bytes -= oldest.bytes;
+      this.chars -= oldest.chars;
+      this.dropped += oldest.chars;
+    }
+    if (drop) this.chunks = this.chunks.slice(drop);
+  }
+
+  /** A page of the tail with absolute offsets. */
+  page(offset = 0, pageSize = RESULT_PAGE_CODE_POINTS): TailPage {
+    return pageTail(this.chunks.map((c) => c.text).join(''), this.dropped, offset, pageSize, this.chars);
+  }
 }
