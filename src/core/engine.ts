@@ -9,9 +9,9 @@ import type { Logger } from '../lib/log.ts';
 import { isWithin, realish } from '../lib/paths.ts';
 import { stopGroup } from '../lib/process-group.ts';
 import { redact, redactDeep, redactError } from '../lib/redact.ts';
-import { addWorktree, gitToplevel, gitToplevelSync, snapshot } from './git.ts';
+import { addWorktree, gitToplevel, snapshot } from './git.ts';
 import { type LockScope, WorkspaceLocks } from './locks.ts';
-import { pageText } from './paging.ts';
+import { RESULT_PAGE_CODE_POINTS } from './paging.ts';
 import { leaderStartTime, recoverAfterCrash } from './recovery.ts';
 import { type EndEvent, runRound } from './round.ts';
 import { isDiskFull, type Store } from './store.ts';
@@ -114,6 +114,8 @@ export class Engine {
   private readonly log: TaskLog;
   private readonly active = new Map<string, ActiveRound>();
   private readonly privateDirs: string[];
+  /** Admissions take their lock queue positions one after another through this chain (see schedule). */
+  private admissions: Promise<unknown> = Promise.resolve();
   private shuttingDown = false;
 
   constructor(opts: EngineOptions) {
@@ -238,7 +240,7 @@ export class Engine {
     const page = events.slice(0, limit);
     return {
       ...this.readerView(caller, task),
-      rounds: this.store.listRounds(task.id).map(roundView),
+      rounds: this.store.roundSummaries(task.id).map(roundView),
       events: page,
       nextCursor: page.length ? page[page.length - 1]!.seq : after,
       hasMore,
@@ -274,11 +276,11 @@ export class Engine {
 
   result(caller: string, taskId: string, offset = 0): ResultView {
     const task = this.owned(caller, taskId);
-    const round = this.store.getRound(task.id, task.rounds);
+    const round = this.store.roundSummary(task.id, task.rounds);
     if (!isTerminal(task.state) || !round) {
       return { taskId: task.id, state: task.state, round: task.rounds, available: false };
     }
-    const page = pageText(round.result ?? '', offset);
+    const page = this.store.resultPage(task.id, round.n, offset, RESULT_PAGE_CODE_POINTS);
     return {
       taskId: task.id,
       state: task.state,
@@ -335,12 +337,20 @@ export class Engine {
     const controller = new AbortController();
     const entry: ActiveRound = { round, controller, cancelRequested: false, done: Promise.resolve() };
     this.active.set(taskId, entry);
-    // The lock queue position is taken now, in admission order (TE-9); worktree-isolated tasks need no lock.
+    // The lock queue position is taken in admission order (TE-9); worktree-isolated tasks need no lock. Resolving the
+    // repository scope spawns git, so it starts now and runs alongside other admissions' lookups, while the queue
+    // positions are still taken one after another through the admission chain.
     const task = this.mustGet(taskId);
-    const locked =
-      task.isolation === 'worktree'
-        ? Promise.resolve(true)
-        : this.locks.acquire(taskId, lockScope(task.workdir), controller.signal);
+    let locked: Promise<boolean> = Promise.resolve(true);
+    if (task.isolation !== 'worktree') {
+      const scope = lockScope(task.workdir);
+      // Wrapped so the chain moves on once the position is taken, not once the lock is granted.
+      const queued = this.admissions
+        .then(() => scope)
+        .then((s) => ({ granted: this.locks.acquire(taskId, s, controller.signal) }));
+      this.admissions = queued.catch(() => {});
+      locked = queued.then((q) => q.granted);
+    }
     entry.done = this.execute(taskId, round, entry, locked)
       .catch((err) => {
         this.opts.logger.error('round failed unexpectedly', { taskId, round, error: redactError(err) });
@@ -373,7 +383,9 @@ export class Engine {
     this.waiters.wake(taskId);
 
     const round = this.store.getRound(taskId, n)!;
-    this.store.updateRound(taskId, n, { before: await snapshot(task.workdir) });
+    // The before-snapshot runs while the agent starts up; the turn is sent only once it is taken (see start below).
+    const before = snapshot(task.workdir).then((b) => this.store.updateRound(taskId, n, { before: b }));
+    before.catch(() => {}); // awaited below on every path; this only keeps a failure from counting as unhandled meanwhile
     const agent = this.opts.agents.get(task.agent);
     // If the agent does not stop by itself after an abort, its process group is stopped (TE-8).
     let forceTimer: NodeJS.Timeout | undefined;
@@ -400,6 +412,7 @@ export class Engine {
           onProcessGroup: (pgid) => this.store.addWorker({ pgid, taskId, leaderStart: leaderStartTime(pgid) }, now()),
         });
         if (entry.session.id) this.log.recordSession(taskId, n, entry.session.id);
+        await before;
         return entry.session.turn(round.prompt, { signal: roundSignal });
       },
       // Agent-supplied text is redacted once, here, before it is stored: every reader then sees the same safe copy.
@@ -409,6 +422,7 @@ export class Engine {
         clearTimeout(forceTimer);
       },
     });
+    await before;
     const after = await snapshot(task.workdir);
     const text = redact(r.text);
     if (entry.cancelRequested || this.shuttingDown) {
@@ -570,8 +584,8 @@ function payloadHash(payload: Record<string, unknown>): string {
   return createHash('sha256').update(JSON.stringify(payload)).digest('hex');
 }
 
-function lockScope(dir: string): LockScope {
+async function lockScope(dir: string): Promise<LockScope> {
   const real = realpathSync(dir);
-  const top = gitToplevelSync(real);
+  const top = await gitToplevel(real);
   return { dir: real, worktree: top ? realpathSync(top) : null };
 }

@@ -9,7 +9,14 @@ import { silentLogger } from '../lib/log.ts';
 import { DEFAULT_STOP_GRACE_MS, stopGroup } from '../lib/process-group.ts';
 import { redact, safeText } from '../lib/redact.ts';
 import { cutCodePoints, statusLine, stripTerminalControls } from '../lib/text.ts';
-import { keepTail, pageTail, pageText, type TailPage, type TextPage } from './paging.ts';
+import {
+  countCodePoints,
+  pageText,
+  RESULT_PAGE_CODE_POINTS,
+  TailBuffer,
+  type TailPage,
+  type TextPage,
+} from './paging.ts';
 import { RetentionTable } from './retention.ts';
 import { type RoundEvent, runRound } from './round.ts';
 import { Waiters } from './waiters.ts';
@@ -99,10 +106,10 @@ interface Job {
   startedAt: number;
   finishedAt?: number;
   result: string;
+  /** The result's length in code points, counted once when the job completes. */
+  resultChars: number;
   error?: string;
-  commentary: string;
-  commentaryDropped: number;
-  commentaryTotal: number;
+  commentary: TailBuffer;
   controller: AbortController;
   cancelRequested: boolean;
   pgids: Set<number>;
@@ -170,9 +177,8 @@ export class JobTable {
       phases: [],
       startedAt: this.now(),
       result: '',
-      commentary: '',
-      commentaryDropped: 0,
-      commentaryTotal: 0,
+      resultChars: 0,
+      commentary: new TailBuffer(),
       controller: new AbortController(),
       cancelRequested: false,
       pgids: new Set(),
@@ -207,13 +213,13 @@ export class JobTable {
           : `job ${jobId} failed: ${job.error ?? 'unknown error'}`,
       );
     }
-    return { jobId, ...pageText(job.result, offset) };
+    return { jobId, ...pageText(job.result, offset, RESULT_PAGE_CODE_POINTS, job.resultChars) };
   }
 
   /** A page of the commentary tail with absolute offsets (TE-5). */
   commentary(jobId: string, offset = 0): TailPage & { jobId: string } {
     const job = this.get(jobId);
-    return { jobId, ...pageTail(job.commentary, job.commentaryDropped, offset) };
+    return { jobId, ...job.commentary.page(offset) };
   }
 
   /** Asks the job to stop and waits (bounded) until it is terminal and its processes are gone. */
@@ -301,12 +307,9 @@ export class JobTable {
         this.phase(job, `${job.label}: permission ${ev.decision} (${ev.what})`);
         break;
       case 'commentary': {
-        // SE-1: commentary is paged to the caller as is, so it is redacted on the way in.
+        // Commentary is paged to the caller as is, so it is redacted on the way in.
         const text = redact(stripTerminalControls(ev.text));
-        job.commentaryTotal += Array.from(text).length;
-        const kept = keepTail(job.commentary + text);
-        job.commentary = kept.tail;
-        job.commentaryDropped += kept.droppedCodePoints;
+        job.commentary.append(text);
         this.bump(job);
         break;
       }
@@ -325,6 +328,7 @@ export class JobTable {
     job.finishedAt = this.now();
     // SE-1: the verdict is the one free text that crosses; known secrets and credential shapes are masked.
     job.result = state === 'completed' ? redact(job.result) : '';
+    job.resultChars = countCodePoints(job.result);
     if (state === 'failed') job.error = safeText(error ?? job.error ?? 'unknown error', MAX_ERROR_CODE_POINTS);
     this.phase(job, `${job.label}: ${state}`, true);
   }
@@ -370,8 +374,8 @@ export class JobTable {
       done: job.state !== 'running',
       elapsedSeconds: Math.round(((job.finishedAt ?? this.now()) - job.startedAt) / 1000),
       ...(job.state === 'failed' ? { error: job.error } : {}),
-      ...(job.state === 'completed' ? { resultCodePoints: Array.from(job.result).length } : {}),
-      commentaryEndOffset: job.commentaryTotal,
+      ...(job.state === 'completed' ? { resultCodePoints: job.resultChars } : {}),
+      commentaryEndOffset: job.commentary.total,
     };
   }
 

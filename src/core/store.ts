@@ -4,6 +4,16 @@
 import { chmodSync, existsSync } from 'node:fs';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { PRIVATE_FILE_MODE } from '../lib/private-fs.ts';
+import { cutCodePoints } from '../lib/text.ts';
+import {
+  COMMENTARY_TAIL_BYTES,
+  countCodePoints,
+  keepTail,
+  pageText,
+  RESULT_PAGE_CODE_POINTS,
+  splitCodePoints,
+  type TextPage,
+} from './paging.ts';
 import {
   checkFiles,
   headerChecksum,
@@ -13,7 +23,7 @@ import {
   walPath,
   writeMarker,
 } from './store-guard.ts';
-import type { Isolation, RoundRow, TaskEvent, TaskRow, TaskState } from './task.ts';
+import type { Isolation, RoundRow, RoundSummary, TaskEvent, TaskRow, TaskState } from './task.ts';
 
 const MIGRATIONS: string[] = [
   `CREATE TABLE tasks (
@@ -32,7 +42,43 @@ const MIGRATIONS: string[] = [
      caller TEXT NOT NULL, key TEXT NOT NULL, payload_hash TEXT NOT NULL, task_id TEXT NOT NULL, round INTEGER NOT NULL,
      PRIMARY KEY (caller, key));
    CREATE TABLE workers (pgid INTEGER PRIMARY KEY, task_id TEXT NOT NULL, leader_start TEXT, started_at TEXT NOT NULL);`,
+  // Reads that cost the same whatever the size of a result or of the commentary (issue 13). A result is kept in pages
+  // of RESULT_PAGE_CODE_POINTS in its own table, with its length and preview in the round row (a large value inside
+  // the row would make SQLite walk its overflow pages to reach any column stored after it); commentary is appended as
+  // chunks with running totals and trimmed from the front a chunk at a time; the operator list and recovery read
+  // through indexes. Rounds written before this migration keep their result in rounds.result (result_chars NULL) and
+  // are measured and paged from it as before.
+  `ALTER TABLE rounds ADD COLUMN result_chars INTEGER;
+   ALTER TABLE rounds ADD COLUMN result_preview TEXT;
+   CREATE TABLE result_pages (
+     task_id TEXT NOT NULL REFERENCES tasks(id), n INTEGER NOT NULL, page INTEGER NOT NULL, text TEXT NOT NULL,
+     PRIMARY KEY (task_id, n, page));
+   CREATE TABLE commentary (
+     task_id TEXT NOT NULL REFERENCES tasks(id), seq INTEGER NOT NULL, text TEXT NOT NULL, bytes INTEGER NOT NULL,
+     chars INTEGER NOT NULL, PRIMARY KEY (task_id, seq));
+   ALTER TABLE tasks ADD COLUMN commentary_bytes INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE tasks ADD COLUMN commentary_chars INTEGER NOT NULL DEFAULT 0;
+   INSERT INTO commentary (task_id, seq, text, bytes, chars)
+     SELECT id, 1, commentary, length(CAST(commentary AS BLOB)), length(commentary) FROM tasks WHERE commentary <> '';
+   UPDATE tasks SET commentary_bytes = length(CAST(commentary AS BLOB)), commentary_chars = length(commentary),
+     commentary = '' WHERE commentary <> '';
+   CREATE INDEX tasks_by_order ON tasks(list_order);
+   CREATE INDEX tasks_by_state ON tasks(state, list_order);`,
 ];
+
+/** The task columns a TaskRow is built from: never the commentary, which lives in its own table. */
+const TASK_COLUMNS =
+  'id, caller, agent, cwd, workdir, isolation, model, effort, state, session_id, rounds, created_at, updated_at, error, last_seq';
+
+const ROUND_COLUMNS = 'task_id, n, prompt, state, started_at, ended_at, before, after, error, abandoned';
+
+/** A round without its prompt and result; `legacy_result` is only ever set on a round written before result pages. */
+const ROUND_SUMMARY_COLUMNS = `task_id, n, state, started_at, ended_at, before, after, error, abandoned, result_chars,
+  result_preview, result AS legacy_result`;
+
+/** Small commentary appends are joined into the newest chunk up to this size, so a chunk is never rewritten whole. */
+const COMMENTARY_CHUNK_BYTES = 16 * 1024;
+const RESULT_PREVIEW_CODE_POINTS = 200;
 
 export interface IdempotencyRecord {
   payloadHash: string;
@@ -271,7 +317,7 @@ export class Store {
   }
 
   getTask(id: string): TaskRow | undefined {
-    const r = this.stmt('SELECT * FROM tasks WHERE id = ?').get(id) as Row | undefined;
+    const r = this.stmt(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ?`).get(id) as Row | undefined;
     return r ? toTask(r) : undefined;
   }
 
@@ -288,7 +334,7 @@ export class Store {
   }
 
   tasksInStates(states: TaskState[]): TaskRow[] {
-    const q = `SELECT * FROM tasks WHERE state IN (${states.map(() => '?').join(',')}) ORDER BY list_order`;
+    const q = `SELECT ${TASK_COLUMNS} FROM tasks WHERE state IN (${states.map(() => '?').join(',')}) ORDER BY list_order`;
     return (this.stmt(q).all(...states) as Row[]).map(toTask);
   }
 
@@ -296,9 +342,13 @@ export class Store {
   listTasks(caller: string | null, afterOrder: number, limit: number): { tasks: TaskRow[]; orders: number[] } {
     const rows = (
       caller === null
-        ? this.stmt('SELECT * FROM tasks WHERE list_order > ? ORDER BY list_order LIMIT ?').all(afterOrder, limit)
+        ? this.stmt(
+            `SELECT ${TASK_COLUMNS}, list_order FROM tasks WHERE list_order > ? ORDER BY list_order LIMIT ?`,
+          ).all(afterOrder, limit)
         : this.db
-            .prepare('SELECT * FROM tasks WHERE caller = ? AND list_order > ? ORDER BY list_order LIMIT ?')
+            .prepare(
+              `SELECT ${TASK_COLUMNS}, list_order FROM tasks WHERE caller = ? AND list_order > ? ORDER BY list_order LIMIT ?`,
+            )
             .all(caller, afterOrder, limit)
     ) as Row[];
     return { tasks: rows.map(toTask), orders: rows.map((r) => Number(r.list_order)) };
@@ -311,13 +361,57 @@ export class Store {
     return Number(r.list_order);
   }
 
+  /** The commentary tail (at most COMMENTARY_TAIL_BYTES) and how many code points were dropped before it. */
   getCommentary(id: string): { tail: string; dropped: number } {
-    const r = this.stmt('SELECT commentary, commentary_dropped FROM tasks WHERE id = ?').get(id) as Row;
-    return { tail: String(r.commentary), dropped: Number(r.commentary_dropped) };
+    const r = this.stmt('SELECT commentary_dropped FROM tasks WHERE id = ?').get(id) as Row;
+    const chunks = this.stmt('SELECT text FROM commentary WHERE task_id = ? ORDER BY seq').all(id) as Row[];
+    return { tail: chunks.map((c) => String(c.text)).join(''), dropped: Number(r.commentary_dropped) };
   }
 
-  setCommentary(id: string, tail: string, dropped: number): void {
-    this.stmt('UPDATE tasks SET commentary = ?, commentary_dropped = ? WHERE id = ?').run(tail, dropped, id);
+  /**
+   * Appends to a task's commentary at a cost that depends on the append, not on the tail: the newest chunk grows up to
+   * COMMENTARY_CHUNK_BYTES, and while the tail is over `maxBytes` its oldest chunks are dropped whole.
+   */
+  appendCommentary(id: string, text: string, maxBytes = COMMENTARY_TAIL_BYTES): void {
+    if (!text) return;
+    this.tx(() => {
+      const cut = Buffer.byteLength(text) > maxBytes ? keepTail(text, maxBytes) : { tail: text, droppedCodePoints: 0 };
+      const bytes = Buffer.byteLength(cut.tail);
+      const chars = countCodePoints(cut.tail);
+      const last = this.stmt('SELECT seq, bytes FROM commentary WHERE task_id = ? ORDER BY seq DESC LIMIT 1').get(id) as
+        | Row
+        | undefined;
+      if (last && Number(last.bytes) + bytes <= COMMENTARY_CHUNK_BYTES) {
+        this.stmt(
+          'UPDATE commentary SET text = text || ?, bytes = bytes + ?, chars = chars + ? WHERE task_id = ? AND seq = ?',
+        ).run(cut.tail, bytes, chars, id, last.seq as number);
+      } else {
+        this.stmt('INSERT INTO commentary (task_id, seq, text, bytes, chars) VALUES (?, ?, ?, ?, ?)').run(
+          id,
+          last ? Number(last.seq) + 1 : 1,
+          cut.tail,
+          bytes,
+          chars,
+        );
+      }
+      let total = (
+        this.stmt(
+          `UPDATE tasks SET commentary_bytes = commentary_bytes + ?, commentary_chars = commentary_chars + ?,
+               commentary_dropped = commentary_dropped + ? WHERE id = ? RETURNING commentary_bytes`,
+        ).get(bytes, chars, cut.droppedCodePoints, id) as { commentary_bytes: number }
+      ).commentary_bytes;
+      while (total > maxBytes) {
+        const oldest = this.stmt(
+          'DELETE FROM commentary WHERE task_id = ? AND seq = (SELECT MIN(seq) FROM commentary WHERE task_id = ?) RETURNING bytes, chars',
+        ).get(id, id) as { bytes: number; chars: number };
+        total = (
+          this.stmt(
+            `UPDATE tasks SET commentary_bytes = commentary_bytes - ?, commentary_chars = commentary_chars - ?,
+                 commentary_dropped = commentary_dropped + ? WHERE id = ? RETURNING commentary_bytes`,
+          ).get(oldest.bytes, oldest.chars, oldest.chars, id) as { commentary_bytes: number }
+        ).commentary_bytes;
+      }
+    });
   }
 
   // ---- rounds
@@ -330,12 +424,51 @@ export class Store {
   }
 
   getRound(taskId: string, n: number): RoundRow | undefined {
-    const r = this.stmt('SELECT * FROM rounds WHERE task_id = ? AND n = ?').get(taskId, n) as Row | undefined;
+    const r = this.stmt(`SELECT ${ROUND_COLUMNS} FROM rounds WHERE task_id = ? AND n = ?`).get(taskId, n) as
+      | Row
+      | undefined;
     return r ? toRound(r) : undefined;
   }
 
-  listRounds(taskId: string): RoundRow[] {
-    return (this.stmt('SELECT * FROM rounds WHERE task_id = ? ORDER BY n').all(taskId) as Row[]).map(toRound);
+  /** Every round of a task without prompts and results: what a status shows. */
+  roundSummaries(taskId: string): RoundSummary[] {
+    return (
+      this.stmt(`SELECT ${ROUND_SUMMARY_COLUMNS} FROM rounds WHERE task_id = ? ORDER BY n`).all(taskId) as Row[]
+    ).map(toRoundSummary);
+  }
+
+  roundSummary(taskId: string, n: number): RoundSummary | undefined {
+    const r = this.stmt(`SELECT ${ROUND_SUMMARY_COLUMNS} FROM rounds WHERE task_id = ? AND n = ?`).get(taskId, n) as
+      | Row
+      | undefined;
+    return r ? toRoundSummary(r) : undefined;
+  }
+
+  /** A page of a round's result, read from the one or two stored pages it spans, whatever the result's size. */
+  resultPage(taskId: string, n: number, offset: number, pageSize: number): TextPage {
+    const meta = this.stmt('SELECT result_chars, result AS legacy FROM rounds WHERE task_id = ? AND n = ?').get(
+      taskId,
+      n,
+    ) as Row | undefined;
+    if (meta?.result_chars == null) {
+      return pageText(meta?.legacy == null ? '' : String(meta.legacy), offset, pageSize);
+    }
+    const total = Number(meta.result_chars);
+    const start = Math.min(Math.max(0, offset), total);
+    const end = Math.min(start + pageSize, total);
+    const first = Math.floor(start / RESULT_PAGE_CODE_POINTS);
+    const stored =
+      end > start
+        ? (
+            this.stmt(
+              'SELECT text FROM result_pages WHERE task_id = ? AND n = ? AND page BETWEEN ? AND ? ORDER BY page',
+            ).all(taskId, n, first, Math.floor((end - 1) / RESULT_PAGE_CODE_POINTS)) as Row[]
+          )
+            .map((r) => String(r.text))
+            .join('')
+        : '';
+    const text = pageText(stored, start - first * RESULT_PAGE_CODE_POINTS, end - start).text;
+    return { text, offset: start, nextOffset: end, done: end >= total, total };
   }
 
   updateRound(
@@ -363,11 +496,24 @@ export class Store {
     if (patch.endedAt !== undefined) set('ended_at', patch.endedAt);
     if (patch.before !== undefined) set('before', JSON.stringify(patch.before));
     if (patch.after !== undefined) set('after', JSON.stringify(patch.after));
-    if (patch.result !== undefined) set('result', patch.result);
+    if (patch.result !== undefined) {
+      set('result', null);
+      set('result_chars', patch.result === null ? null : countCodePoints(patch.result));
+      set('result_preview', patch.result === null ? null : cutCodePoints(patch.result, RESULT_PREVIEW_CODE_POINTS));
+    }
     if (patch.error !== undefined) set('error', patch.error);
     if (patch.abandoned !== undefined) set('abandoned', patch.abandoned ? 1 : 0);
     if (!cols.length) return;
-    this.stmt(`UPDATE rounds SET ${cols.join(', ')} WHERE task_id = ? AND n = ?`).run(...vals, taskId, n);
+    this.tx(() => {
+      this.stmt(`UPDATE rounds SET ${cols.join(', ')} WHERE task_id = ? AND n = ?`).run(...vals, taskId, n);
+      if (patch.result === undefined) return;
+      this.stmt('DELETE FROM result_pages WHERE task_id = ? AND n = ?').run(taskId, n);
+      if (patch.result === null) return;
+      const insert = this.stmt('INSERT INTO result_pages (task_id, n, page, text) VALUES (?, ?, ?, ?)');
+      splitCodePoints(patch.result, RESULT_PAGE_CODE_POINTS).forEach((text, page) => {
+        insert.run(taskId, n, page, text);
+      });
+    });
   }
 
   // ---- events
@@ -461,6 +607,29 @@ function toTask(r: Row): TaskRow {
   };
 }
 
+function toRoundSummary(r: Row): RoundSummary {
+  const json = (v: SQLInputValue | undefined) => (v === null || v === undefined ? null : JSON.parse(String(v)));
+  const legacy = r.legacy_result == null ? null : String(r.legacy_result);
+  return {
+    taskId: String(r.task_id),
+    n: Number(r.n),
+    state: r.state as TaskState,
+    startedAt: r.started_at === null ? null : String(r.started_at),
+    endedAt: r.ended_at === null ? null : String(r.ended_at),
+    before: json(r.before),
+    after: json(r.after),
+    error: r.error === null ? null : String(r.error),
+    abandoned: Number(r.abandoned) === 1,
+    resultChars: r.result_chars != null ? Number(r.result_chars) : legacy !== null ? countCodePoints(legacy) : null,
+    resultPreview:
+      r.result_chars != null
+        ? String(r.result_preview)
+        : legacy !== null
+          ? cutCodePoints(legacy, RESULT_PREVIEW_CODE_POINTS)
+          : null,
+  };
+}
+
 function toRound(r: Row): RoundRow {
   const json = (v: SQLInputValue | undefined) => (v === null || v === undefined ? null : JSON.parse(String(v)));
   return {
@@ -472,7 +641,6 @@ function toRound(r: Row): RoundRow {
     endedAt: r.ended_at === null ? null : String(r.ended_at),
     before: json(r.before),
     after: json(r.after),
-    result: r.result === null ? null : String(r.result),
     error: r.error === null ? null : String(r.error),
     abandoned: Number(r.abandoned) === 1,
   };

@@ -5,7 +5,6 @@ import type { AgentEvent } from '../agents/agent.ts';
 import type { Logger } from '../lib/log.ts';
 import { redactError } from '../lib/redact.ts';
 import { cutCodePoints, statusLine, stripTerminalControls } from '../lib/text.ts';
-import { keepTail } from './paging.ts';
 import { isDiskFull, type Store } from './store.ts';
 import { assertTransition, type TaskEvent } from './task.ts';
 import type { Waiters } from './waiters.ts';
@@ -175,11 +174,7 @@ export class TaskLog {
     try {
       this.store.tx(() => {
         for (const p of batch) {
-          if (p.commentary !== undefined) {
-            const { tail, dropped } = this.store.getCommentary(p.taskId);
-            const kept = keepTail(tail + p.commentary);
-            this.store.setCommentary(p.taskId, kept.tail, dropped + kept.droppedCodePoints);
-          }
+          if (p.commentary !== undefined) this.store.appendCommentary(p.taskId, p.commentary);
           this.store.appendEvent(p.taskId, p.event);
         }
       });

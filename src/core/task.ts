@@ -59,10 +59,16 @@ export interface RoundRow {
   endedAt: string | null;
   before: unknown;
   after: unknown;
-  result: string | null;
   error: string | null;
   abandoned: boolean;
 }
+
+/** A round as status and views read it: no prompt or result, but the result's length and preview. */
+export type RoundSummary = Omit<RoundRow, 'prompt'> & {
+  /** Result length in code points, or null when the round has no result. */
+  resultChars: number | null;
+  resultPreview: string | null;
+};
 
 export interface TaskEvent {
   seq: number;

@@ -1,10 +1,7 @@
 // What the engine shows of a task: the shapes callers, the control endpoint and the dashboard read, built from store
 // rows. Nothing here changes state.
-import { cutCodePoints } from '../lib/text.ts';
 import type { Store } from './store.ts';
-import type { Isolation, RoundRow, TaskEvent, TaskRow } from './task.ts';
-
-const PREVIEW_CODE_POINTS = 200;
+import type { Isolation, RoundSummary, TaskEvent, TaskRow } from './task.ts';
 
 export interface TaskView {
   taskId: string;
@@ -61,11 +58,10 @@ export type RoundView = ReturnType<typeof roundView>;
 
 /** A task as its caller sees it: state, the latest round's result length and a short preview. */
 export function taskView(store: Store, task: TaskRow): TaskView {
-  const round = store.getRound(task.id, task.rounds);
+  // Length and preview were stored with the result, so this costs the same for a 10 MiB answer as for a short one.
+  const round = store.roundSummary(task.id, task.rounds);
   const result =
-    round?.result != null
-      ? { chars: Array.from(round.result).length, preview: cutCodePoints(round.result, PREVIEW_CODE_POINTS) }
-      : null;
+    round && round.resultChars !== null ? { chars: round.resultChars, preview: round.resultPreview ?? '' } : null;
   return {
     taskId: task.id,
     agent: task.agent,
@@ -82,7 +78,7 @@ export function taskView(store: Store, task: TaskRow): TaskView {
   };
 }
 
-export function roundView(r: RoundRow) {
+export function roundView(r: RoundSummary) {
   return {
     n: r.n,
     state: r.state,
@@ -90,7 +86,7 @@ export function roundView(r: RoundRow) {
     endedAt: r.endedAt,
     error: r.error,
     abandoned: r.abandoned,
-    resultChars: r.result == null ? null : Array.from(r.result).length,
+    resultChars: r.resultChars,
     gitBefore: r.before,
     gitAfter: r.after,
   };

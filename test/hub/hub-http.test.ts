@@ -204,7 +204,9 @@ test('hub HTTP: auth, isolation, schemas, roots, idempotency, lease, CLI, and no
     const secrets = [...Object.values(TEST_CALLERS), CONTROL_TOKEN];
     const db = new DatabaseSync(join(hub.stateDir, 'baton.db'), { readOnly: true });
     const dump = JSON.stringify(
-      ['tasks', 'rounds', 'events', 'idempotency', 'workers'].map((tb) => db.prepare(`SELECT * FROM ${tb}`).all()),
+      (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as { name: string }[]).map((tb) =>
+        db.prepare(`SELECT * FROM "${tb.name}"`).all(),
+      ),
     );
     db.close();
     const log = readFileSync(join(hub.stateDir, 'baton.log'), 'utf8');

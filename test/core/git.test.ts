@@ -1,0 +1,82 @@
+// Git snapshots against real repositories: what `git status --porcelain=v2 -z` reports is parsed into the snapshot
+// callers read (renames with two paths, paths with spaces and newlines, untracked files, unborn and detached HEADs).
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { snapshot } from '../../src/core/git.ts';
+import { tempDir } from '../support/tmp.ts';
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', ['-C', cwd, ...args], {
+    encoding: 'utf8',
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@t',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@t',
+    },
+  });
+}
+
+test('snapshot: not a work tree, then an unborn branch', async (t) => {
+  const dir = tempDir(t);
+  assert.deepEqual(await snapshot(dir), { git: false, reason: 'not a git work tree' });
+  git(dir, 'init', '-q', '-b', 'trunk');
+  writeFileSync(join(dir, 'new file.txt'), 'x\n');
+  assert.deepEqual(await snapshot(dir), {
+    git: true,
+    head: null,
+    branch: 'trunk',
+    dirty: [{ path: 'new file.txt', status: '??' }],
+    dirtyCount: 1,
+    diffstat: { files: 0, insertions: 0, deletions: 0 },
+  });
+});
+
+test('snapshot: modified, staged, renamed, deleted and untracked paths, spaces and newlines included', async (t) => {
+  const dir = tempDir(t);
+  git(dir, 'init', '-q', '-b', 'main');
+  writeFileSync(join(dir, 'a b.txt'), 'one\n');
+  writeFileSync(join(dir, 'old name'), 'moved\n');
+  writeFileSync(join(dir, 'gone'), 'bye\n');
+  writeFileSync(join(dir, 'line\nbreak'), 'x\n');
+  git(dir, 'add', '.');
+  git(dir, 'commit', '-q', '-m', 'init');
+  const head = git(dir, 'rev-parse', 'HEAD').trim();
+
+  writeFileSync(join(dir, 'a b.txt'), 'one\ntwo\n');
+  git(dir, 'mv', 'old name', 'new name');
+  git(dir, 'rm', '-q', 'gone');
+  writeFileSync(join(dir, 'line\nbreak'), 'y\n');
+  git(dir, 'add', 'line\nbreak');
+  writeFileSync(join(dir, 'line\nbreak'), 'z\n');
+  mkdirSync(join(dir, 'sub dir'));
+  writeFileSync(join(dir, 'sub dir', 'u.txt'), 'u\n');
+
+  const s = await snapshot(dir);
+  assert.ok(s.git);
+  assert.equal(s.head, head);
+  assert.equal(s.branch, 'main');
+  assert.deepEqual(
+    [...s.dirty].sort((x, y) => x.path.localeCompare(y.path)),
+    [
+      { path: 'a b.txt', status: 'M' },
+      { path: 'gone', status: 'D' },
+      { path: 'line\nbreak', status: 'MM' },
+      { path: 'new name', status: 'R' },
+      { path: 'sub dir/u.txt', status: '??' },
+    ],
+  );
+  assert.equal(s.dirtyCount, 5);
+  // a b.txt +1, gone -1, line\nbreak +1 -1, and the rename as a file with no changed lines.
+  assert.deepEqual(s.diffstat, { files: 4, insertions: 2, deletions: 2 });
+
+  git(dir, 'checkout', '-q', '--detach');
+  const detached = await snapshot(dir);
+  assert.ok(detached.git);
+  assert.equal(detached.branch, null);
+  assert.equal(detached.head, head);
+});

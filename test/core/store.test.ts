@@ -1,0 +1,97 @@
+// The store's size-independent reads (issue 13): result length and preview kept with the result, result pages read
+// by code point offset, commentary appended in chunks and trimmed from the front, the operator list on an index.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { pageText } from '../../src/core/paging.ts';
+import { Store } from '../../src/core/store.ts';
+import { taskView } from '../../src/core/views.ts';
+
+type T = { after: (fn: () => void) => void };
+
+function storeWithTask(t: T) {
+  const store = new Store(':memory:');
+  t.after(() => store.close());
+  const now = new Date().toISOString();
+  store.insertTask({ id: 't1', caller: 'c', agent: 'a', cwd: '/', workdir: '/', isolation: 'none', now });
+  store.insertRound('t1', 'prompt');
+  return store;
+}
+
+/** Every page of round 1's result, followed offset by offset. */
+function allPages(store: Store, pageSize: number) {
+  const pages = [];
+  for (let offset = 0; ; ) {
+    const p = store.resultPage('t1', 1, offset, pageSize);
+    pages.push(p);
+    if (p.done) return pages;
+    offset = p.nextOffset;
+  }
+}
+
+test('result pages from the store equal paging the text itself: astral, NUL, empty and legacy rows alike', (t) => {
+  const store = storeWithTask(t);
+  const texts = ['😀a'.repeat(40_000) + 'é'.repeat(1000), `before\0after${'x'.repeat(500)}`, ''];
+  for (const text of texts) {
+    store.updateRound('t1', 1, { result: text });
+    for (const legacy of [false, true]) {
+      // A round written before result pages existed keeps its result in the round row, and is read from there.
+      if (legacy) {
+        store.db.prepare('UPDATE rounds SET result = ?, result_chars = NULL, result_preview = NULL').run(text);
+        store.db.prepare('DELETE FROM result_pages').run();
+      }
+      const pages = allPages(store, 7_777);
+      const expected = [];
+      for (let offset = 0; ; ) {
+        const p = pageText(text, offset, 7_777);
+        expected.push(p);
+        if (p.done) break;
+        offset = p.nextOffset;
+      }
+      assert.deepEqual(pages, expected);
+      assert.deepEqual(store.resultPage('t1', 1, 10 ** 9, 7_777), pageText(text, 10 ** 9, 7_777));
+      const summary = store.roundSummary('t1', 1)!;
+      assert.equal(summary.resultChars, Array.from(text).length);
+      assert.equal(summary.resultPreview, Array.from(text).slice(0, 200).join(''));
+    }
+  }
+  store.updateRound('t1', 1, { result: null });
+  assert.equal(store.roundSummary('t1', 1)!.resultChars, null);
+  assert.equal(taskView(store, store.getTask('t1')!).result, null);
+});
+
+test('commentary: appends past the cap drop whole chunks from the front and count what they dropped', (t) => {
+  const store = storeWithTask(t);
+  const cap = 64 * 1024;
+  let appended = '';
+  for (let i = 0; i < 400; i++) {
+    const piece = `${i}:${'é'.repeat(200)}😀\n`;
+    appended += piece;
+    store.appendCommentary('t1', piece, cap);
+  }
+  const { tail, dropped } = store.getCommentary('t1');
+  assert.ok(Buffer.byteLength(tail) <= cap, 'the tail stays within its cap');
+  assert.ok(Buffer.byteLength(tail) > cap / 2, 'and keeps most of it');
+  assert.ok(appended.endsWith(tail), 'the tail is the end of what was appended');
+  assert.equal(dropped + Array.from(tail).length, Array.from(appended).length, 'offsets stay absolute');
+
+  // One append larger than the cap keeps only its own end.
+  store.appendCommentary('t1', 'z'.repeat(cap * 2), cap);
+  const big = store.getCommentary('t1');
+  assert.equal(big.tail, 'z'.repeat(cap));
+  assert.equal(big.dropped + cap, Array.from(appended).length + cap * 2);
+});
+
+test('a view takes the stored length and preview; the operator list reads through its index', (t) => {
+  const store = storeWithTask(t);
+  store.updateRound('t1', 1, { result: 'r'.repeat(300) });
+  store.setTaskState('t1', 'succeeded', new Date().toISOString());
+  store.appendCommentary('t1', 'c'.repeat(1000));
+  const view = taskView(store, store.getTask('t1')!);
+  assert.deepEqual(view.result, { chars: 300, preview: 'r'.repeat(200) });
+  const plan = store.db
+    .prepare('EXPLAIN QUERY PLAN SELECT id FROM tasks WHERE list_order > ? ORDER BY list_order LIMIT ?')
+    .all(0, 10)
+    .map((r) => String((r as { detail: string }).detail))
+    .join('; ');
+  assert.match(plan, /USING INDEX tasks_by_order/, 'the operator list reads through its index');
+});
