@@ -3,7 +3,10 @@
 
 import type { z } from 'zod';
 
-/** A final result larger than this fails the task atomically (TE-4); one-shot adapters drop such an answer too. */
+/**
+ * A final result larger than this fails the task atomically (rule: paged-results); one-shot adapters drop such an
+ * answer too.
+ */
 export const MAX_RESULT_BYTES = 10 * 1024 * 1024;
 
 export type Sandbox = 'read-only' | 'workspace-write' | 'danger-full-access';
@@ -29,11 +32,15 @@ export interface OpenSessionOptions {
   model?: string;
   effort?: string;
   signal: AbortSignal;
-  /** Called for every process group the adapter starts, so the engine can record it for crash recovery (HB-5). */
+  /**
+   * Called for every process group the adapter starts, so the engine can record it for crash recovery (rule:
+   * crash-durability).
+   */
   onProcessGroup?: (pgid: number) => void;
   /**
    * Called for activity of this session that is correlated to the running turn but yields no event (e.g. a Codex
-   * notification about the turn's thread); it refreshes the round's idle deadline like an event does (TE-7).
+   * notification about the turn's thread); it refreshes the round's idle deadline like an event does (rule:
+   * two-deadlines).
    */
   onActivity?: () => void;
 }
@@ -64,9 +71,9 @@ export type ToolFamily = 'command' | 'patch' | 'mcp' | 'web' | 'subagent' | 'oth
 export type AgentEvent =
   /** The agent's session id became known (or changed). */
   | { kind: 'session'; id: string }
-  /** Sanitised status, ≤ 200 code points (TE-6). */
+  /** Sanitised status, ≤ 200 code points (rule: fail-closed-status). */
   | { kind: 'status'; text: string }
-  /** Only what the agent itself marks as commentary/progress (TE-5). */
+  /** Only what the agent itself marks as commentary/progress (rule: commentary-only). */
   | { kind: 'commentary'; text: string }
   /** Tool lifecycle without arguments, outputs or paths. */
   | { kind: 'tool'; phase: 'start' | 'end'; family: ToolFamily; ok?: boolean }

@@ -1,6 +1,6 @@
-// One run of an agent CLI as a child process group (AG-8): prompt on stdin, bounded JSON lines on stdout, a bounded
-// stderr tail for diagnostics, and cancellation as SIGINT to the group, a grace, then TERM/KILL (TE-8). Shared by
-// the one-shot adapters (Claude Code, Gemini CLI).
+// One run of an agent CLI as a child process group (rule: own-process-group): prompt on stdin, bounded JSON lines on
+// stdout, a bounded stderr tail for diagnostics, and cancellation as SIGINT to the group, a grace, then TERM/KILL
+// (rule: cancel-then-stop). Shared by the one-shot adapters (Claude Code, Gemini CLI).
 import { readJsonLines } from '../lib/jsonl.ts';
 import { type ChildGroup, DEFAULT_STOP_GRACE_MS, type GroupExit, spawnGroup } from '../lib/process-group.ts';
 

@@ -1,6 +1,6 @@
-// Probing an agent (AG-6, issue 12): version and login checks run under one deadline, and every process group the
-// probe spawns (at whatever depth of the adapter) is reported and stopped when the probe ends or its deadline passes,
-// so a hung `--version` cannot outlive the preflight.
+// Probing an agent (rule `free-probes`, issue 12): version and login checks run under one deadline, and every process
+// group the probe spawns (at whatever depth of the adapter) is reported and stopped when the probe ends or its deadline
+// passes, so a hung `--version` cannot outlive the preflight.
 import { type ChildGroup, withGroupScope } from '../lib/process-group.ts';
 import { redactError } from '../lib/redact.ts';
 import type { Agent, AgentProbe } from './agent.ts';

@@ -1,5 +1,5 @@
-// Hub commands (HB-1): init, roots, doctor, serve, start, stop, health, examples, service. Every one finds the config
-// through locate.ts, so they reach the same hub from any directory.
+// Hub commands (rule: hub-commands): init, roots, doctor, serve, start, stop, health, examples, service. Every one
+// finds the config through locate.ts, so they reach the same hub from any directory.
 import { spawn } from 'node:child_process';
 import { existsSync, openSync } from 'node:fs';
 import { join } from 'node:path';

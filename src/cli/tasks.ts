@@ -1,4 +1,5 @@
-// `baton tasks` (UX-1): the operator's view of every caller's tasks on the running hub, over the control endpoint.
+// `baton tasks` (rule: tasks-command): the operator's view of every caller's tasks on the running hub, over the control
+// endpoint.
 import type { Command } from 'commander';
 import type { StatusView, TaskView, WaitView } from '../core/engine.ts';
 import type { TaskEvent } from '../core/task.ts';

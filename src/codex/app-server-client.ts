@@ -1,6 +1,6 @@
-// CodexAppServerClient (LB-1): the Codex app-server JSON-RPC protocol over an explicit WebSocket URL, a Unix socket
-// (WebSocket handshake over the socket path) or caller-owned JSONL stdio streams. It never discovers, spawns or stops a
-// server, never retries, and never grants or declines a permission on its own.
+// CodexAppServerClient (rule: app-server-client): the Codex app-server JSON-RPC protocol over an explicit WebSocket
+// URL, a Unix socket (WebSocket handshake over the socket path) or caller-owned JSONL stdio streams. It never
+// discovers, spawns or stops a server, never retries, and never grants or declines a permission on its own.
 import type { Readable, Writable } from 'node:stream';
 import type { InitializeParams } from '../generated/codex/InitializeParams.ts';
 import type { InitializeResponse } from '../generated/codex/InitializeResponse.ts';

@@ -1,6 +1,7 @@
 // The one writer of an isolated Codex config.toml. The agent kind and the Codex provider want different settings, but
 // the file's shape is the same: top-level keys, then tables, then the operator's model provider, then the project
-// paths marked untrusted (Codex would otherwise trust a thread's cwd and load its `.codex/config.toml`: AG-7).
+// paths marked untrusted (Codex would otherwise trust a thread's cwd and load its `.codex/config.toml`: rule
+// `no-recursion`).
 
 export type TomlScalar = string | number | boolean;
 

@@ -1,6 +1,7 @@
-// TE-11: the one table of Codex server requests baton declines (approvals, elicitations, requests for user input), with
-// the answer that declines each and what it is about (never its arguments). Every Codex client in baton (the agent
-// adapter, the attach face) answers from this table, so a method added here is declined everywhere at once.
+// Rule `deny-and-report`: the one table of Codex server requests baton declines (approvals, elicitations, requests for
+// user input), with the answer that declines each and what it is about (never its arguments). Every Codex client in
+// baton (the agent adapter, the attach face) answers from this table, so a method added here is declined everywhere at
+// once.
 
 export interface CodexDecline {
   /** What the request asked for, in words fit for an event (no arguments, no paths). */

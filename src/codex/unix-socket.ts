@@ -1,7 +1,7 @@
-// Codex's Unix socket alias (LB-2). Since 0.156.0 `codex app-server --listen unix://PATH` binds its socket in a private
-// per-user directory, <realpath /tmp>/codex-daemon-<euid>, named by the SHA-256 of PATH (parent canonicalised), and
-// publishes PATH as a symlink to it. These checks let a caller confirm an entry is Codex's own before connecting; they
-// create, remove and connect to nothing.
+// Codex's Unix socket alias (rule: unix-socket-alias). Since 0.156.0 `codex app-server --listen unix://PATH` binds its
+// socket in a private per-user directory, <realpath /tmp>/codex-daemon-<euid>, named by the SHA-256 of PATH (parent
+// canonicalised), and publishes PATH as a symlink to it. These checks let a caller confirm an entry is Codex's own
+// before connecting; they create, remove and connect to nothing.
 import { createHash } from 'node:crypto';
 import { lstat, readlink, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, posix } from 'node:path';

@@ -1,6 +1,6 @@
-// Codex release numbers (LB-3): strict parsing and a minimum-version check with prerelease ordering.
+// Codex release numbers (rule: codex-versions): strict parsing and a minimum-version check with prerelease ordering.
 
-/** The first Codex release that publishes `--listen unix://PATH` as an alias (LB-2). */
+/** The first Codex release that publishes `--listen unix://PATH` as an alias (rule: unix-socket-alias). */
 export const CODEX_UNIX_SOCKET_MINIMUM_VERSION = '0.156.0';
 
 export interface CodexVersion {

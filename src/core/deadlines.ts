@@ -1,5 +1,5 @@
-// Deadlines (TE-7): an idle deadline that only correlated activity refreshes, and a hard wall-clock deadline that
-// nothing extends. Operators set both at server start; callers may only shorten them.
+// Deadlines (rule: two-deadlines): an idle deadline that only correlated activity refreshes, and a hard wall-clock
+// deadline that nothing extends. Operators set both at server start; callers may only shorten them.
 
 export type DeadlineKind = 'idle' | 'hard';
 

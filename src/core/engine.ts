@@ -1,6 +1,8 @@
 // The task engine: admission, idempotency, scheduling under workspace locks, cancellation, and reads with cursors and
-// long-poll (TE-1..TE-11, HB-3..HB-5). A round runs through runRound (round.ts); its progress is written by TaskLog
-// (task-log.ts); crash recovery is recovery.ts; the shapes callers read are views.ts.
+// long-poll (rules: task-lifecycle, event-cursor, idempotent-runs, paged-results, commentary-only, fail-closed-status,
+// two-deadlines, cancel-then-stop, workspace-locks, git-snapshots, deny-and-report, hub-tools, roots-only,
+// crash-durability). A round runs through runRound (round.ts); its progress is written by TaskLog (task-log.ts); crash
+// recovery is recovery.ts; the shapes callers read are views.ts.
 import { createHash, randomBytes } from 'node:crypto';
 import { realpathSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -30,7 +32,7 @@ import { Waiters } from './waiters.ts';
 
 export type { ListView, ResultView, StatusView, TaskView, WaitView } from './views.ts';
 
-/** agent_wait never blocks longer than this (HB-3). */
+/** agent_wait never blocks longer than this (rule: hub-tools). */
 export const MAX_WAIT_MS = 25_000;
 export const DEFAULT_EVENT_PAGE = 100;
 export const MAX_EVENT_PAGE = 500;
@@ -78,10 +80,10 @@ export interface EngineOptions {
   /** Dirs no cwd may lie in whatever the roots say: baton's config, snippets and state (the state dir always is). */
   privateDirs?: readonly string[];
   logger: Logger;
-  /** Idle deadline per round (0 = none) and hard deadline (0 = none), set by the operator (TE-7). */
+  /** Idle deadline per round (0 = none) and hard deadline (0 = none), set by the operator (rule: two-deadlines). */
   idleTimeoutMs: number;
   hardTimeoutMs: number;
-  /** How long a cancelled agent gets to stop by itself before its process group is stopped (TE-8). */
+  /** How long a cancelled agent gets to stop by itself before its process group is stopped (rule: cancel-then-stop). */
   cancelGraceMs: number;
   sandbox?: Sandbox;
 }
@@ -137,7 +139,7 @@ export class Engine {
     return real;
   }
 
-  // ---------------------------------------------------------------- recovery (HB-5)
+  // ---------------------------------------------------------------- recovery (rule: crash-durability)
 
   /** Stops or waits out worker groups left by a crashed daemon and marks unfinished work interrupted. */
   recover(): Promise<{ stoppedGroups: number; interrupted: number }> {
@@ -247,7 +249,9 @@ export class Engine {
     };
   }
 
-  /** Long-poll (TE-2): returns at once when events exist past `after` or the task is terminal, else waits. */
+  /**
+   * Long-poll (rule: event-cursor): returns at once when events exist past `after` or the task is terminal, else waits.
+   */
   async wait(
     caller: Reader,
     taskId: string,
@@ -337,9 +341,9 @@ export class Engine {
     const controller = new AbortController();
     const entry: ActiveRound = { round, controller, cancelRequested: false, done: Promise.resolve() };
     this.active.set(taskId, entry);
-    // The lock queue position is taken in admission order (TE-9); worktree-isolated tasks need no lock. Resolving the
-    // repository scope spawns git, so it starts now and runs alongside other admissions' lookups, while the queue
-    // positions are still taken one after another through the admission chain.
+    // The lock queue position is taken in admission order (rule: workspace-locks); worktree-isolated tasks need no
+    // lock. Resolving the repository scope spawns git, so it starts now and runs alongside other admissions' lookups,
+    // while the queue positions are still taken one after another through the admission chain.
     const task = this.mustGet(taskId);
     let locked: Promise<boolean> = Promise.resolve(true);
     if (task.isolation !== 'worktree') {
@@ -387,7 +391,7 @@ export class Engine {
     const before = snapshot(task.workdir).then((b) => this.store.updateRound(taskId, n, { before: b }));
     before.catch(() => {}); // awaited below on every path; this only keeps a failure from counting as unhandled meanwhile
     const agent = this.opts.agents.get(task.agent);
-    // If the agent does not stop by itself after an abort, its process group is stopped (TE-8).
+    // If the agent does not stop by itself after an abort, its process group is stopped (rule: cancel-then-stop).
     let forceTimer: NodeJS.Timeout | undefined;
     const armForceStop = () => {
       forceTimer = setTimeout(() => void entry.session?.close(), this.opts.cancelGraceMs + 1_000);
@@ -477,7 +481,7 @@ export class Engine {
       ]);
       clearTimeout(timer);
     }
-    // The workspace lock is released only once every process group of the task has exited (TE-9).
+    // The workspace lock is released only once every process group of the task has exited (rule: workspace-locks).
     for (const pgid of this.store.workersOfTask(taskId)) await stopGroup(pgid, this.opts.cancelGraceMs);
     this.store.removeWorkersOfTask(taskId);
   }
@@ -515,7 +519,7 @@ export class Engine {
     );
   }
 
-  /** HB-4: the cwd must resolve (realpath) inside an authorised root. */
+  /** Rule `roots-only`: the cwd must resolve (realpath) inside an authorised root. */
   private authorisedCwd(cwd: string): string {
     if (!cwd.startsWith('/')) throw new EngineError('invalid', `cwd must be an absolute path, got "${cwd}"`);
     let real: string;
@@ -558,7 +562,7 @@ export class Engine {
     // What a caller reads includes every event received so far (they are written in batches).
     this.log.flushForRead();
     const task = this.store.getTask(taskId);
-    // Another caller's task is indistinguishable from a missing one (SE-3); the operator sees every task.
+    // Another caller's task is indistinguishable from a missing one (rule: http-auth); the operator sees every task.
     if (!task || (caller !== OPERATOR && task.caller !== caller))
       throw new EngineError('not_found', `no task ${taskId}`);
     return task;

@@ -1,5 +1,5 @@
-// Git snapshots around each round (TE-10) and worktree isolation (TE-9). baton only reads repositories and adds
-// worktrees; it never commits, merges, resets, reverts or cleans.
+// Git snapshots around each round (rule: git-snapshots) and worktree isolation (rule: workspace-locks). baton only
+// reads repositories and adds worktrees; it never commits, merges, resets, reverts or cleans.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 

@@ -1,7 +1,8 @@
 // An in-memory, bounded table of background jobs over the Agent interface, for provider faces whose jobs live and die
-// with one MCP connection (P-CL background reviews, later the Codex provider's jobs). Each job is one turn of one
-// session. Limits, long-poll cursors, result paging, commentary tail, deadlines and cancellation are the engine's
-// rules (TE-2, TE-4, TE-5, TE-7, TE-8) applied without a store.
+// with one MCP connection (rule `claude-reviewer` background reviews, later the Codex provider's jobs). Each job is one
+// turn of one session. Limits, long-poll cursors, result paging, commentary tail, deadlines and cancellation are the
+// engine's rules (rules: event-cursor, paged-results, commentary-only, two-deadlines, cancel-then-stop) applied without
+// a store.
 import { randomUUID } from 'node:crypto';
 import type { Agent, AgentSession, Sandbox } from '../agents/agent.ts';
 import type { Logger } from '../lib/log.ts';
@@ -21,7 +22,7 @@ import { RetentionTable } from './retention.ts';
 import { type RoundEvent, runRound } from './round.ts';
 import { Waiters } from './waiters.ts';
 
-/** Jobs running at once (P-CL, P-CX). */
+/** Jobs running at once (rules: claude-reviewer, codex-provider). */
 export const MAX_ACTIVE_JOBS = 8;
 /** Jobs kept in the table, terminal ones included. */
 export const MAX_KEPT_JOBS = 32;
@@ -53,7 +54,7 @@ export interface JobStatusView {
   state: JobState;
   /** Pass back as `cursor` to wait for what comes next. */
   cursor: number;
-  /** The latest sanitised phase (TE-6). */
+  /** The latest sanitised phase (rule: fail-closed-status). */
   status: string;
   /** Phases after the caller's cursor, oldest first (at most 20). */
   phases: string[];
@@ -63,7 +64,7 @@ export interface JobStatusView {
   error?: string;
   /** Length of the final result in code points, once completed. */
   resultCodePoints?: number;
-  /** End of the commentary stream in code points (TE-5). */
+  /** End of the commentary stream in code points (rule: commentary-only). */
   commentaryEndOffset: number;
 }
 
@@ -191,7 +192,7 @@ export class JobTable {
     return { jobId: job.id, cursor: 0 };
   }
 
-  /** Returns at once when the job moved past `after`, else waits up to `waitMs` for it to (TE-2). */
+  /** Returns at once when the job moved past `after`, else waits up to `waitMs` for it to (rule: event-cursor). */
   async status(jobId: string, after: number, waitMs: number, signal?: AbortSignal): Promise<JobStatusView> {
     const job = this.get(jobId);
     const bound = Math.min(Math.max(0, waitMs), MAX_STATUS_WAIT_MS);
@@ -199,7 +200,7 @@ export class JobTable {
     return this.view(job, after);
   }
 
-  /** A page of the final result (TE-4); only for completed jobs. */
+  /** A page of the final result (rule: paged-results); only for completed jobs. */
   result(jobId: string, offset = 0): TextPage & { jobId: string } {
     const job = this.get(jobId);
     if (job.state === 'running') {
@@ -216,7 +217,7 @@ export class JobTable {
     return { jobId, ...pageText(job.result, offset, RESULT_PAGE_CODE_POINTS, job.resultChars) };
   }
 
-  /** A page of the commentary tail with absolute offsets (TE-5). */
+  /** A page of the commentary tail with absolute offsets (rule: commentary-only). */
   commentary(jobId: string, offset = 0): TailPage & { jobId: string } {
     const job = this.get(jobId);
     return { jobId, ...job.commentary.page(offset) };
@@ -286,7 +287,8 @@ export class JobTable {
       this.finish(job, 'completed');
     } else if (r.state === 'cancelled') {
       if (r.end?.acknowledged === false) {
-        // TE-8: the agent did not confirm the stop in time; its group was stopped, the turn is abandoned.
+        // Rule `cancel-then-stop`: the agent did not confirm the stop in time; its group was stopped, the turn is
+        // abandoned.
         this.opts.logger.warn('cancel not acknowledged; turn abandoned', { jobId: job.id, sessionId: job.sessionId });
       }
       this.finish(job, 'cancelled');
@@ -326,7 +328,8 @@ export class JobTable {
     if (job.state !== 'running') return;
     job.state = state;
     job.finishedAt = this.now();
-    // SE-1: the verdict is the one free text that crosses; known secrets and credential shapes are masked.
+    // Rule `no-secrets-out`: the verdict is the one free text that crosses; known secrets and credential shapes are
+    // masked.
     job.result = state === 'completed' ? redact(job.result) : '';
     job.resultChars = countCodePoints(job.result);
     if (state === 'failed') job.error = safeText(error ?? job.error ?? 'unknown error', MAX_ERROR_CODE_POINTS);

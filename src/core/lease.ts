@@ -1,5 +1,6 @@
-// The OS-backed daemon lease (HB-5): an exclusive SQLite lock on `<stateDir>/lease.db`. SQLite's locks are POSIX
-// advisory locks held by this process, so the OS releases them the moment the process dies — no stale PID files.
+// The OS-backed daemon lease (rule: crash-durability): an exclusive SQLite lock on `<stateDir>/lease.db`. SQLite's
+// locks are POSIX advisory locks held by this process, so the OS releases them the moment the process dies — no stale
+// PID files.
 
 import { chmodSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,5 +1,6 @@
-// Workspace locks (TE-9): tasks whose directories are the same (after realpath), share a git work tree, or nest inside
-// one another run one at a time, in admission order. A lock is released only after the task's process group exited.
+// Workspace locks (rule: workspace-locks): tasks whose directories are the same (after realpath), share a git work
+// tree, or nest inside one another run one at a time, in admission order. A lock is released only after the task's
+// process group exited.
 import { sep } from 'node:path';
 
 export interface LockScope {

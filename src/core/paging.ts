@@ -1,9 +1,9 @@
-// Results and commentary are paged in Unicode code points (TE-4, TE-5).
+// Results and commentary are paged in Unicode code points (rules: paged-results, commentary-only).
 
 export const RESULT_PAGE_CODE_POINTS = 32_768;
 // The result cap is part of the agent seam (adapters drop an oversized answer too): declared there, used here.
 export { MAX_RESULT_BYTES } from '../agents/agent.ts';
-/** Commentary is kept as a tail of this many UTF-8 bytes (TE-5). */
+/** Commentary is kept as a tail of this many UTF-8 bytes (rule: commentary-only). */
 export const COMMENTARY_TAIL_BYTES = 1024 * 1024;
 
 export interface TextPage {

@@ -1,6 +1,6 @@
-// Crash recovery (HB-5): what a new daemon does with the work a crashed one left behind. Worker process groups still
-// alive are stopped (unless their pid was reused), and every round that was queued or running is recorded as
-// interrupted, never replayed: a caller continues the task to resume its session.
+// Crash recovery (rule: crash-durability): what a new daemon does with the work a crashed one left behind. Worker
+// process groups still alive are stopped (unless their pid was reused), and every round that was queued or running is
+// recorded as interrupted, never replayed: a caller continues the task to resume its session.
 import { readFileSync } from 'node:fs';
 import type { Logger } from '../lib/log.ts';
 import { isGroupAlive, stopGroup } from '../lib/process-group.ts';

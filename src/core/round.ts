@@ -33,7 +33,7 @@ export interface RoundOptions {
   abandoned?(): boolean;
   /** Names the agent in "… ended the turn without a result". */
   label?: string;
-  /** Cap on the answer in UTF-8 bytes (TE-4). */
+  /** Cap on the answer in UTF-8 bytes (rule: paged-results). */
   maxResultBytes?: number;
 }
 
@@ -52,7 +52,7 @@ export interface RoundResult {
   thrown?: unknown;
 }
 
-/** Error text of a round whose answer went over the cap (TE-4). */
+/** Error text of a round whose answer went over the cap (rule: paged-results). */
 function tooLargeError(maxBytes = MAX_RESULT_BYTES): string {
   return `output too large: the final result exceeded ${maxBytes} bytes and was discarded`;
 }

@@ -1,6 +1,6 @@
-// The durable store (HB-5): tasks, rounds, events, idempotency keys and worker process groups in SQLite (WAL).
-// Every write that acknowledges something to a caller is committed before the answer goes out: node:sqlite is
-// synchronous, so a method returning means its transaction is on disk.
+// The durable store (rule: crash-durability): tasks, rounds, events, idempotency keys and worker process groups in
+// SQLite (WAL). Every write that acknowledges something to a caller is committed before the answer goes out:
+// node:sqlite is synchronous, so a method returning means its transaction is on disk.
 import { chmodSync, existsSync } from 'node:fs';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { PRIVATE_FILE_MODE } from '../lib/private-fs.ts';

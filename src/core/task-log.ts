@@ -1,6 +1,6 @@
-// How a round's progress is written down: agent events become sanitised task events (TE-5, TE-6), the session id is
-// recorded once, and the round's end is one transaction (state, result, error, lifecycle event). Every write wakes the
-// task's long-poll waiters.
+// How a round's progress is written down: agent events become sanitised task events (rules: commentary-only,
+// fail-closed-status), the session id is recorded once, and the round's end is one transaction (state, result, error,
+// lifecycle event). Every write wakes the task's long-poll waiters.
 import type { AgentEvent } from '../agents/agent.ts';
 import type { Logger } from '../lib/log.ts';
 import { redactError } from '../lib/redact.ts';
@@ -9,7 +9,7 @@ import { isDiskFull, type Store } from './store.ts';
 import { assertTransition, type TaskEvent } from './task.ts';
 import type { Waiters } from './waiters.ts';
 
-/** Commentary kept per event; the full tail lives beside the task (TE-5). */
+/** Commentary kept per event; the full tail lives beside the task (rule: commentary-only). */
 const COMMENTARY_EVENT_CODE_POINTS = 2_000;
 
 /** Events written per transaction at most, and how long the first of a batch waits for company. */

@@ -1,4 +1,4 @@
-// Task model (TE-1): states and the transitions the engine may make.
+// Task model (rule: task-lifecycle): states and the transitions the engine may make.
 
 export const TASK_STATES = ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'interrupted'] as const;
 export type TaskState = (typeof TASK_STATES)[number];

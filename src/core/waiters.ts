@@ -1,4 +1,5 @@
-// Long-poll support (TE-2): readers wait on a key; appends and lifecycle changes wake them at once. No polling loops.
+// Long-poll support (rule: event-cursor): readers wait on a key; appends and lifecycle changes wake them at once. No
+// polling loops.
 
 export class Waiters {
   private readonly waiting = new Map<string, Set<() => void>>();

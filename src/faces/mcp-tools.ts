@@ -1,5 +1,6 @@
-// Tools on the low-level MCP server so that schema violations are real JSON-RPC -32602 errors (SE-4), not tool
-// results: McpServer turns invalid params into `isError` results, which clients may mistake for a tool's answer.
+// Tools on the low-level MCP server so that schema violations are real JSON-RPC -32602 errors (rule: strict-inputs),
+// not tool results: McpServer turns invalid params into `isError` results, which clients may mistake for a tool's
+// answer.
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {

@@ -1,12 +1,12 @@
-// AG-9: an agent runs on a private copy of the user's login file. A login the agent rotated during the run is written
-// back only when the copy changed and the user's file still equals the snapshot taken at start, so a stale run never
-// overwrites a newer login.
+// Rule `isolated-homes`: an agent runs on a private copy of the user's login file. A login the agent rotated during the
+// run is written back only when the copy changed and the user's file still equals the snapshot taken at start, so a
+// stale run never overwrites a newer login.
 import { randomBytes } from 'node:crypto';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { PRIVATE_FILE_MODE, writePrivateFile } from './private-fs.ts';
 
 export interface AuthMirror {
-  /** Copies a rotated login back to the user's file under AG-9's rule; true when it wrote. */
+  /** Copies a rotated login back to the user's file under rule `isolated-homes`; true when it wrote. */
   writeBack(): boolean;
 }
 

@@ -1,5 +1,6 @@
-// One short command (`--version`, `login status`, `auth status`, a client's `mcp add`): its own process group (AG-8),
-// output kept up to a bound, a deadline, and the group reaped afterwards. Never for a run that spends inference.
+// One short command (`--version`, `login status`, `auth status`, a client's `mcp add`): its own process group (rule:
+// own-process-group), output kept up to a bound, a deadline, and the group reaped afterwards. Never for a run that
+// spends inference.
 import type { Readable } from 'node:stream';
 import { spawnGroup } from './process-group.ts';
 

@@ -1,7 +1,7 @@
-// The one environment every agent child gets (AG-7): an allowlist, so a variable nobody thought of (a baton token, a
-// caller's MCP endpoint) stays behind by default. Generic process variables pass for every kind; each kind adds what
-// its runtime genuinely reads (its login, provider and config variables). No BATON_* variable ever passes, whatever
-// the allowlist, the caller's extra names or the values it sets say.
+// The one environment every agent child gets (rule: no-recursion): an allowlist, so a variable nobody thought of (a
+// baton token, a caller's MCP endpoint) stays behind by default. Generic process variables pass for every kind; each
+// kind adds what its runtime genuinely reads (its login, provider and config variables). No BATON_* variable ever
+// passes, whatever the allowlist, the caller's extra names or the values it sets say.
 
 export type ChildKind = 'acp' | 'claude' | 'gemini' | 'opencode' | 'codex';
 
@@ -83,7 +83,8 @@ const GEMINI: Rule = {
 };
 
 // OPENCODE_* from baton's own environment stays behind: baton sets the server's password and quiet switches itself,
-// and a user's OPENCODE_CONFIG could add MCP servers or plugins (AG-7); config `env` is the way to pass one on purpose.
+// and a user's OPENCODE_CONFIG could add MCP servers or plugins (rule: no-recursion); config `env` is the way to pass
+// one on purpose.
 const OPENCODE: Rule = { prefixes: ['XDG_'] };
 
 const CODEX: Rule = { names: ['OPENAI_API_KEY', 'CODEX_API_KEY'] };

@@ -1,4 +1,4 @@
-// The one bounded JSON-lines framing used for every JSON-RPC stream baton reads (SE-5).
+// The one bounded JSON-lines framing used for every JSON-RPC stream baton reads (rule: bounded-frames).
 import type { Readable, Writable } from 'node:stream';
 
 export const DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024;

@@ -1,4 +1,4 @@
-// Structured JSON-lines logs (UX-3) to stderr and optionally a file in the state dir; always redacted.
+// Structured JSON-lines logs (rule: structured-logs) to stderr and optionally a file in the state dir; always redacted.
 import { appendFileSync, openSync } from 'node:fs';
 import { redact } from './redact.ts';
 

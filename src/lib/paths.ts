@@ -1,4 +1,5 @@
-// Path containment on real paths: the check behind authorised roots and baton's own private dirs (HB-4, issue 12).
+// Path containment on real paths: the check behind authorised roots and baton's own private dirs (rule `roots-only`,
+// issue 12).
 import { realpathSync } from 'node:fs';
 import { basename, dirname, resolve, sep } from 'node:path';
 

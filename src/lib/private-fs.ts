@@ -1,4 +1,4 @@
-// Files baton writes under its state dir and agent homes: dirs 0700, files 0600 (SE-2).
+// Files baton writes under its state dir and agent homes: dirs 0700, files 0600 (rule: private-files).
 import { randomBytes } from 'node:crypto';
 import { chmodSync, linkSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';

@@ -1,4 +1,5 @@
-// Every child baton starts leads its own process group, so the whole tree can be stopped at once (AG-8).
+// Every child baton starts leads its own process group, so the whole tree can be stopped at once (rule:
+// own-process-group).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
 
@@ -99,8 +100,8 @@ export function isGroupAlive(pgid: number): boolean {
 }
 
 /**
- * Stops a group that may belong to a previous baton process (crash recovery, HB-5): TERM, wait up to `graceMs`,
- * then KILL and wait for it to disappear. Resolves true when the group is gone.
+ * Stops a group that may belong to a previous baton process (crash recovery, rule `crash-durability`): TERM, wait up to
+ * `graceMs`, then KILL and wait for it to disappear. Resolves true when the group is gone.
  */
 export async function stopGroup(pgid: number, graceMs = DEFAULT_STOP_GRACE_MS): Promise<boolean> {
   if (!isGroupAlive(pgid)) return true;

@@ -1,4 +1,4 @@
-// The ACP agent kind (AG-4): any ACP v1 agent configured by its stdio command.
+// The ACP agent kind (rule: acp-agents): any ACP v1 agent configured by its stdio command.
 import { basename } from 'node:path';
 import * as acp from '@agentclientprotocol/sdk';
 import { captureCommand } from '../../lib/capture.ts';
@@ -36,8 +36,8 @@ export class AcpAgent implements Agent {
   }
 
   /**
-   * AG-6: binary and version without spending inference. Known CLIs answer `--version`; any other ACP agent is started
-   * and asked `initialize` (its agentInfo.version), then stopped.
+   * Rule `free-probes`: binary and version without spending inference. Known CLIs answer `--version`; any other ACP
+   * agent is started and asked `initialize` (its agentInfo.version), then stopped.
    */
   async probe(): Promise<AgentProbe> {
     const base: AgentProbe = { name: this.name, kind: this.kind, available: false, login: 'unknown' };
@@ -56,9 +56,9 @@ export class AcpAgent implements Agent {
   }
 
   /**
-   * Doctor check (AG-6, HB-1): initialize and, unless `withSession` is false, session/new (no MCP servers) +
-   * session/close where the agent supports closing, then stop the process. Sends no prompt, so no inference is spent.
-   * Rejects with an AgentStartError saying what failed.
+   * Doctor check (rules: free-probes, hub-commands): initialize and, unless `withSession` is false, session/new (no MCP
+   * servers) + session/close where the agent supports closing, then stop the process. Sends no prompt, so no inference
+   * is spent. Rejects with an AgentStartError saying what failed.
    */
   async probeSession(
     cwd: string = process.cwd(),

@@ -1,5 +1,5 @@
 // session/update → normalised AgentEvents. Fail-closed: only what the table below names crosses; hidden reasoning,
-// tool arguments, outputs, titles and paths never do (TE-5, TE-6).
+// tool arguments, outputs, titles and paths never do (rules: commentary-only, fail-closed-status).
 import type { PermissionOption, PromptResponse, SessionUpdate, ToolKind } from '@agentclientprotocol/sdk';
 import { statusLine } from '../../lib/text.ts';
 import type { AgentEvent, ToolFamily } from '../agent.ts';

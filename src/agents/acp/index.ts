@@ -1,4 +1,5 @@
-// The `acp` agent kind: any ACP v1 agent by command (AG-4), with presets for Gemini CLI, OpenCode and DeepSeek Harness.
+// The `acp` agent kind: any ACP v1 agent by command (rule: acp-agents), with presets for Gemini CLI, OpenCode and
+// DeepSeek Harness.
 import type { AgentKind } from '../agent.ts';
 import { AcpAgent } from './agent.ts';
 import { acpConfigSchema } from './config.ts';

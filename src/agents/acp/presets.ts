@@ -6,16 +6,17 @@ export const NO_MCP_SERVER = 'baton-allows-no-mcp-servers';
 
 export const ACP_PRESETS = {
   /**
-   * Gemini CLI's ACP mode (AG-5 through AG-4). AG-7: the user's own MCP servers (settings.json) are filtered out by an
-   * allow-list naming no real server, and extensions (which bring MCP servers, hooks and skills) are off.
-   * Antigravity's `agy` is command-compatible.
+   * Gemini CLI's ACP mode (rule `gemini-sandboxed` through rule `acp-agents`). Rule `no-recursion`: the user's own MCP
+   * servers (settings.json) are filtered out by an allow-list naming no real server, and extensions (which bring MCP
+   * servers, hooks and skills) are off. Antigravity's `agy` is command-compatible.
    */
   gemini: {
     command: ['gemini', '--acp', '--allowed-mcp-server-names', NO_MCP_SERVER, '--extensions', 'none'],
   },
   /**
-   * OpenCode as an ACP agent (AG-3; the HTTP-server adapter is a separate kind). `--pure`: no external plugins (AG-7).
-   * MCP servers in the user's own opencode config are still started by opencode: ACP offers no way to turn them off.
+   * OpenCode as an ACP agent (rule `opencode-server`; the HTTP-server adapter is a separate kind). `--pure`: no
+   * external plugins (rule: no-recursion). MCP servers in the user's own opencode config are still started by opencode:
+   * ACP offers no way to turn them off.
    */
   'opencode-acp': { command: ['opencode', 'acp', '--pure'] },
   /** DeepSeek Harness: its native ACP stdio agent (`dsh acp`, dsh ≥ 0.1.6). */

@@ -1,5 +1,5 @@
-// Starting an ACP agent: resolve its binary, spawn it in its own process group (AG-8) with a scrubbed environment,
-// connect the SDK client over bounded stdio framing, and run `initialize`.
+// Starting an ACP agent: resolve its binary, spawn it in its own process group (rule: own-process-group) with a
+// scrubbed environment, connect the SDK client over bounded stdio framing, and run `initialize`.
 import { statSync } from 'node:fs';
 import * as acp from '@agentclientprotocol/sdk';
 import { findAgentBinary } from '../../lib/agent-path.ts';
@@ -59,7 +59,7 @@ export class AcpProcess {
   readonly connection: acp.ClientConnection;
   readonly agentName: string;
   initializeResult: acp.InitializeResponse | undefined;
-  /** Set when the agent broke the framing (SE-5); the connection is closed with it. */
+  /** Set when the agent broke the framing (rule: bounded-frames); the connection is closed with it. */
   frameError: Error | undefined;
   private stderrTail = '';
   private exit: GroupExit | undefined;

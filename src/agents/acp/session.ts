@@ -1,5 +1,6 @@
-// One ACP session on one agent process: turns map session/update to AgentEvents, abort maps to session/cancel (TE-8),
-// permission requests are denied unless the config allows them (TE-11), close() stops the process group (AG-8).
+// One ACP session on one agent process: turns map session/update to AgentEvents, abort maps to session/cancel (rule:
+// cancel-then-stop), permission requests are denied unless the config allows them (rule: deny-and-report), close()
+// stops the process group (rule: own-process-group).
 import { setImmediate as nextMacrotask } from 'node:timers/promises';
 import * as acp from '@agentclientprotocol/sdk';
 import type { Logger } from '../../lib/log.ts';
@@ -91,7 +92,7 @@ export class AcpAgentSession implements AgentSession {
         session.announced = true; // the caller already knows this id
         await applySessionChoices(proc, opts.resume, loaded ?? {}, opts, opts.signal);
       } else {
-        // AG-7: children never see baton's endpoints or the user's MCP servers.
+        // Rule `no-recursion`: children never see baton's endpoints or the user's MCP servers.
         const created = await proc.startupStep(
           'session/new',
           proc.agent.request(acp.methods.agent.session.new, { cwd: opts.cwd, mcpServers: [] }),
@@ -245,7 +246,9 @@ export class AcpAgentSession implements AgentSession {
     return error ? { kind: 'end', outcome: 'failed', error } : { kind: 'end', outcome: 'succeeded' };
   }
 
-  /** TE-8: a turn abandoned after an unacknowledged cancel is logged again when it finally finishes. */
+  /**
+   * Rule `cancel-then-stop`: a turn abandoned after an unacknowledged cancel is logged again when it finally finishes.
+   */
   private lateFinish(sessionId: string, how: string, response: Promise<unknown>): void {
     if (this.abandoned === response) this.abandoned = undefined;
     this.logger.warn('abandoned acp turn finished after its cancel', { agent: this.agentName, sessionId, how });

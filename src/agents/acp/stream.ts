@@ -1,4 +1,4 @@
-// The agent's stdio as an ACP SDK Stream, framed by baton's own bounded JSON-lines reader (SE-5).
+// The agent's stdio as an ACP SDK Stream, framed by baton's own bounded JSON-lines reader (rule: bounded-frames).
 //
 // The SDK's ndJsonStream also bounds messages, but every JSON-lines stream baton reads goes through lib/jsonl so the
 // limit, the error type and the "stop reading once a frame is oversized" rule are the same everywhere.

@@ -1,6 +1,6 @@
-// The Claude Code adapter (AG-2): one `claude -p` process per turn. Background turns stream `stream-json`; blocking
-// one-shots read the single `json` result; continuation is `--resume <session_id>`. Every run gets the private
-// config dir of AG-9 and the tool policy of policy.ts.
+// The Claude Code adapter (rule: claude-print-mode): one `claude -p` process per turn. Background turns stream
+// `stream-json`; blocking one-shots read the single `json` result; continuation is `--resume <session_id>`. Every run
+// gets the private config dir of rule `isolated-homes` and the tool policy of policy.ts.
 import { join } from 'node:path';
 import { captureCommand } from '../../lib/capture.ts';
 import { childEnv } from '../../lib/child-env.ts';
@@ -126,7 +126,7 @@ export class ClaudeAgent implements Agent {
     return new ClaudeSession(this, this.opts, opts);
   }
 
-  /** One blocking `--output-format json` run (P-CL `claude_code`). */
+  /** One blocking `--output-format json` run (rule `claude-reviewer` `claude_code`). */
   async runBlocking(prompt: string, opts: BlockingRunOptions): Promise<BlockingRunResult> {
     let result: ClaudeResult | undefined;
     const snapshot = this.home.beginRun();

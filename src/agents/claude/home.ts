@@ -1,5 +1,6 @@
-// The isolated Claude config dir (AG-9): a private CLAUDE_CONFIG_DIR holding a copy of the user's credentials file, so
-// no user-level settings, hooks, MCP servers or plugins reach a run; rotated credentials flow back per lib/auth-mirror.
+// The isolated Claude config dir (rule: isolated-homes): a private CLAUDE_CONFIG_DIR holding a copy of the user's
+// credentials file, so no user-level settings, hooks, MCP servers or plugins reach a run; rotated credentials flow back
+// per lib/auth-mirror.
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';

@@ -1,5 +1,6 @@
 // Which Claude Code flags a run gets. Every run is cut off from MCP servers, hooks, slash commands, skills and
-// sub-agents (AG-7); the reviewer policy (P-CL) narrows tools further to read-only inspection in plan mode.
+// sub-agents (rule: no-recursion); the reviewer policy (rule: claude-reviewer) narrows tools further to read-only
+// inspection in plan mode.
 import type { Sandbox } from '../agent.ts';
 
 export const CLAUDE_EFFORTS = ['low', 'medium', 'high', 'xhigh', 'max'] as const;

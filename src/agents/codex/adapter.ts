@@ -1,6 +1,7 @@
-// The Codex agent (AG-1): `codex app-server` over stdio in an isolated CODEX_HOME, one process per session. The parts
-// live beside this file: env.ts (argv and environment), session.ts (thread, turns, cancel), events.ts (notification
-// mapping), probe.ts (AG-6); the declined server requests are the shared table in src/codex/declines.ts.
+// The Codex agent (rule: codex-app-server): `codex app-server` over stdio in an isolated CODEX_HOME, one process per
+// session. The parts live beside this file: env.ts (argv and environment), session.ts (thread, turns, cancel),
+// events.ts (notification mapping), probe.ts (rule: free-probes); the declined server requests are the shared table in
+// src/codex/declines.ts.
 import { spawnGroup } from '../../lib/process-group.ts';
 import { redact } from '../../lib/redact.ts';
 import type { Agent, AgentContext, AgentProbe, AgentSession, OpenSessionOptions } from '../agent.ts';

@@ -35,7 +35,7 @@ export const codexAgentConfigSchema = z.strictObject({
   /** Model for new threads (a per-task model overrides it). */
   model: z.string().min(1).max(200).optional(),
   modelProvider: codexModelProviderSchema.optional(),
-  /** Extra Codex config (`-c key=value`); MCP servers cannot be added this way (AG-7). */
+  /** Extra Codex config (`-c key=value`); MCP servers cannot be added this way (rule: no-recursion). */
   configOverrides: z
     .record(
       z
@@ -47,7 +47,7 @@ export const codexAgentConfigSchema = z.strictObject({
     .optional(),
   /** Where the user's own Codex login lives (default $CODEX_HOME, else ~/.codex): auth.json is copied from here. */
   userCodexHome: z.string().min(1).max(4096).optional(),
-  /** Grace after turn/interrupt before the process group is stopped (TE-8). */
+  /** Grace after turn/interrupt before the process group is stopped (rule: cancel-then-stop). */
   cancelGraceMs: z.number().int().min(100).max(120_000).optional(),
   /** Deadline for the app-server's initialize answer (a cold start can be slow). */
   initializeTimeoutMs: z.number().int().min(1).max(120_000).optional(),

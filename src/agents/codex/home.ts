@@ -1,6 +1,7 @@
-// The isolated CODEX_HOME of a Codex agent (AG-7, AG-9): a private directory under <stateDir>/homes/ holding a copy
-// of the user's auth.json and a minimal config baton writes. One home per configured agent, so that Codex's thread store
-// survives a daemon restart and `thread/resume` finds earlier threads; the user's own ~/.codex is never used directly.
+// The isolated CODEX_HOME of a Codex agent (rules: no-recursion, isolated-homes): a private directory under
+// <stateDir>/homes/ holding a copy of the user's auth.json and a minimal config baton writes. One home per configured
+// agent, so that Codex's thread store survives a daemon restart and `thread/resume` finds earlier threads; the user's
+// own ~/.codex is never used directly.
 import { readFileSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -15,7 +16,7 @@ export const CONFIG_FILE = 'config.toml';
 /**
  * The minimal config: no MCP servers, plugins/apps/hooks/sub-agents off, no update check, no history, no telemetry.
  * `untrustedProjects` are marked untrusted: Codex otherwise trusts a thread's cwd on its own and then loads the
- * repository's `.codex/config.toml`, whose MCP servers and hooks would reach the child (AG-7).
+ * repository's `.codex/config.toml`, whose MCP servers and hooks would reach the child (rule: no-recursion).
  */
 export function minimalCodexConfig(config: CodexAgentConfig, untrustedProjects: readonly string[] = []): string {
   return renderCodexConfig({
@@ -90,7 +91,7 @@ export function userCodexHome(config: CodexAgentConfig, env: NodeJS.ProcessEnv =
 
 export interface PreparedHome {
   dir: string;
-  /** Copies a rotated login back to the user's auth.json under AG-9's rule; true when it wrote. */
+  /** Copies a rotated login back to the user's auth.json under rule `isolated-homes`; true when it wrote. */
   writeBackAuth(): boolean;
 }
 

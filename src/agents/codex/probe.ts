@@ -1,4 +1,5 @@
-// AG-6 for Codex: `codex --version`, `codex login status` and an app-server initialize; no thread, no inference.
+// Rule `free-probes` for Codex: `codex --version`, `codex login status` and an app-server initialize; no thread, no
+// inference.
 import { CodexAppServerClient } from '../../codex/app-server-client.ts';
 import { readCodexVersionOutput } from '../../codex/version.ts';
 import { captureCommand } from '../../lib/capture.ts';

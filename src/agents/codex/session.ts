@@ -1,6 +1,7 @@
-// One Codex app-server process driving one thread (AG-1): thread/start or thread/resume, turn/start per round with
-// the thread's notifications mapped to events (events.ts), server requests declined from the shared table (TE-11),
-// cancel = turn/interrupt → grace → group stop (TE-8), and a lost process ending the turn rather than hanging it.
+// One Codex app-server process driving one thread (rule: codex-app-server): thread/start or thread/resume, turn/start
+// per round with the thread's notifications mapped to events (events.ts), server requests declined from the shared
+// table (rule: deny-and-report), cancel = turn/interrupt → grace → group stop (rule: cancel-then-stop), and a lost
+// process ending the turn rather than hanging it.
 import { CodexAppServerClient, type CodexServerRequest } from '../../codex/app-server-client.ts';
 import { codexDecline } from '../../codex/declines.ts';
 import { JsonRpcRequestError } from '../../codex/json-rpc-peer.ts';
@@ -31,7 +32,7 @@ export interface CodexAgentExtras {
   onThreadNotification?: (method: string, params: Record<string, unknown>) => void;
 }
 
-/** Grace after turn/interrupt before the process group is stopped (TE-8). */
+/** Grace after turn/interrupt before the process group is stopped (rule: cancel-then-stop). */
 const DEFAULT_CANCEL_GRACE_MS = 5_000;
 /** Bound on thread/start, thread/resume and turn/start answers (they are quick; a stuck server must not hang a task). */
 const THREAD_REQUEST_TIMEOUT_MS = 60_000;
@@ -212,7 +213,9 @@ export class CodexSession implements AgentSession {
     }
   }
 
-  /** TE-8: turn/interrupt, wait the grace for Codex to confirm, else stop the whole process group. */
+  /**
+   * Rule `cancel-then-stop`: turn/interrupt, wait the grace for Codex to confirm, else stop the whole process group.
+   */
   private async cancel(active: ActiveTurn, started: Promise<unknown>, lost: Promise<Error>): Promise<AgentEvent> {
     const grace = this.config.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS;
     active.queue.push({ kind: 'status', text: 'Cancelling' });

@@ -1,7 +1,8 @@
-// The Gemini CLI adapter (AG-5): a blocking one-shot `gemini --prompt= -o json` (prompt on stdin) that ALWAYS runs
-// with `--sandbox`. Where the sandbox cannot start, the run fails with the CLI's own reason; nothing falls back to an
-// unsandboxed run. The operator may pick the sandbox mode for the whole server (GEMINI_SANDBOX_MODES). Hub delegation
-// uses Gemini's ACP mode through the ACP adapter; this adapter is the provider's path and a plain one-shot agent.
+// The Gemini CLI adapter (rule: gemini-sandboxed): a blocking one-shot `gemini --prompt= -o json` (prompt on stdin)
+// that ALWAYS runs with `--sandbox`. Where the sandbox cannot start, the run fails with the CLI's own reason; nothing
+// falls back to an unsandboxed run. The operator may pick the sandbox mode for the whole server (GEMINI_SANDBOX_MODES).
+// Hub delegation uses Gemini's ACP mode through the ACP adapter; this adapter is the provider's path and a plain
+// one-shot agent.
 import { captureCommand } from '../../lib/capture.ts';
 import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
@@ -28,7 +29,7 @@ export type GeminiSandboxMode = (typeof GEMINI_SANDBOX_MODES)[number];
 
 /** Value of SANDBOX that tells the CLI it already runs inside the operator's sandbox. */
 const EXTERNAL_SANDBOX_MARKER = 'baton-external';
-/** No configured MCP server carries this name, so the allow-list admits none (AG-7). */
+/** No configured MCP server carries this name, so the allow-list admits none (rule: no-recursion). */
 const NO_MCP_SERVER = '__baton_no_mcp_servers__';
 /** `-o json` prints one pretty-printed object: the answer plus stats. */
 const MAX_STDOUT_BYTES = MAX_RESULT_BYTES + 2 * 1024 * 1024;

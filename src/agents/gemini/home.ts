@@ -1,6 +1,6 @@
-// The isolated Gemini CLI home (AG-9): GEMINI_CLI_HOME points at a private dir whose `.gemini/` holds a settings file
-// baton writes (auth type only, no MCP servers, extensions, telemetry or update checks) and copies of the user's
-// OAuth files, written back per lib/auth-mirror's rule.
+// The isolated Gemini CLI home (rule: isolated-homes): GEMINI_CLI_HOME points at a private dir whose `.gemini/` holds a
+// settings file baton writes (auth type only, no MCP servers, extensions, telemetry or update checks) and copies of the
+// user's OAuth files, written back per lib/auth-mirror's rule.
 
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';

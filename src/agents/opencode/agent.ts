@@ -1,7 +1,7 @@
-// The OpenCode agent kind (AG-3): baton drives OpenCode through its HTTP server API. Either baton starts a private
-// `opencode serve` (127.0.0.1, a port the OS picks, a random password, an isolated home: AG-9) or it uses a server the
-// user runs (`serverUrl`). A round is one message in one session; cancel is the session abort; events come from the
-// server's event stream.
+// The OpenCode agent kind (rule: opencode-server): baton drives OpenCode through its HTTP server API. Either baton
+// starts a private `opencode serve` (127.0.0.1, a port the OS picks, a random password, an isolated home: rule
+// `isolated-homes`) or it uses a server the user runs (`serverUrl`). A round is one message in one session; cancel is
+// the session abort; events come from the server's event stream.
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -26,7 +26,7 @@ import type {
 import { OpenCodeClient, type OpenCodeEvent, type Part } from './client.ts';
 import { startOpenCodeServer } from './serve.ts';
 
-/** Wait for the turn to go idle after an abort before the cancel counts as unacknowledged (TE-8). */
+/** Wait for the turn to go idle after an abort before the cancel counts as unacknowledged (rule: cancel-then-stop). */
 export const DEFAULT_CANCEL_GRACE_MS = 5_000;
 const VERSION_PROBE_TIMEOUT_MS = 15_000;
 const MODEL_PATTERN = /^[^/\s]+\/\S+$/;
@@ -51,7 +51,8 @@ export const openCodeAgentKind = {
   create: (name: string, config: OpenCodeAgentConfig, ctx: AgentContext): Agent => new OpenCodeAgent(name, config, ctx),
 };
 
-// AG-7: no project opencode.json (it could add MCP servers or plugins), no Claude Code compatibility, no downloads.
+// Rule `no-recursion`: no project opencode.json (it could add MCP servers or plugins), no Claude Code compatibility, no
+// downloads.
 const QUIET_ENV = {
   OPENCODE_DISABLE_PROJECT_CONFIG: '1',
   OPENCODE_DISABLE_AUTOUPDATE: '1',
@@ -81,7 +82,7 @@ export class OpenCodeAgent implements Agent {
     this.ctx = ctx;
   }
 
-  /** AG-6: binary and version (and server health when a URL is configured); never spends inference. */
+  /** Rule `free-probes`: binary and version (and server health when a URL is configured); never spends inference. */
   async probe(): Promise<AgentProbe> {
     const base: AgentProbe = { name: this.name, kind: this.kind, available: false, login: 'unknown' };
     const binary = this.config.binary ?? 'opencode';
@@ -162,9 +163,9 @@ export class OpenCodeAgent implements Agent {
   }
 
   /**
-   * AG-9: a private home per agent name (dirs 0700, files 0600) with XDG dirs, a copy of the user's OpenCode login
-   * (written back on close only under AG-9's rule) and a minimal config that turns off updates and sharing. Sessions
-   * persist there, so `resume` works across restarts.
+   * Rule `isolated-homes`: a private home per agent name (dirs 0700, files 0600) with XDG dirs, a copy of the user's
+   * OpenCode login (written back on close only under rule `isolated-homes`) and a minimal config that turns off updates
+   * and sharing. Sessions persist there, so `resume` works across restarts.
    */
   private prepareHome(): { env: NodeJS.ProcessEnv; auth: AuthMirror } {
     const safeName = this.name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
@@ -297,7 +298,8 @@ class OpenCodeSession implements AgentSession {
         } else if (ev.type === 'message.part.updated') {
           yield* partEvents(ev.properties.part, tools);
         } else if (ev.type === 'permission.asked') {
-          // TE-11: no policy lets a delegated OpenCode turn widen its own permissions; the model sees a rejection.
+          // Rule `deny-and-report`: no policy lets a delegated OpenCode turn widen its own permissions; the model sees
+          // a rejection.
           await this.client
             .replyPermission(
               ev.properties.id,

@@ -1,5 +1,5 @@
-// Starts and stops an `opencode serve` that baton owns (AG-3, AG-9): bound to 127.0.0.1 on a port the OS picks,
-// protected by a random password, in its own process group.
+// Starts and stops an `opencode serve` that baton owns (rules: opencode-server, isolated-homes): bound to 127.0.0.1 on
+// a port the OS picks, protected by a random password, in its own process group.
 import { randomBytes } from 'node:crypto';
 import { readLines } from '../../lib/jsonl.ts';
 import { pickFreeLoopbackPort } from '../../lib/net.ts';

@@ -1,5 +1,6 @@
-// Trusted origins (AT-3): agents must never be able to send a harness credential to a URL the operator did not
-// approve. Only exact origins are accepted; anything that could smuggle a path, credentials or parameters is refused.
+// Trusted origins (rule: exact-origins): agents must never be able to send a harness credential to a URL the operator
+// did not approve. Only exact origins are accepted; anything that could smuggle a path, credentials or parameters is
+// refused.
 
 export type HarnessName = 'opencode' | 'codex';
 

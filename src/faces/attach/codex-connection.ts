@@ -1,7 +1,8 @@
-// Codex app-server connections over ws(s) (AT-2, AT-5). Each connection owns one initialized WebSocket (through the
-// shared CodexAppServerClient) and uses only thread/list (cwd = the connection directory), thread/read, thread/resume,
-// turn/start with its notifications, and turn/interrupt for a timed-out turn. Sends to one thread are sequenced; when
-// a timed-out turn cannot be shown to have stopped, the socket is closed rather than risk overlapping turns.
+// Codex app-server connections over ws(s) (rules: attach-harnesses, send-admission). Each connection owns one
+// initialized WebSocket (through the shared CodexAppServerClient) and uses only thread/list (cwd = the connection
+// directory), thread/read, thread/resume, turn/start with its notifications, and turn/interrupt for a timed-out turn.
+// Sends to one thread are sequenced; when a timed-out turn cannot be shown to have stopped, the socket is closed rather
+// than risk overlapping turns.
 
 import { CodexAppServerClient, type CodexServerRequest } from '../../codex/app-server-client.ts';
 import { codexDecline } from '../../codex/declines.ts';
@@ -191,7 +192,9 @@ class CodexConnection implements HarnessConnection {
     if (!confirmed) throw new AttachError('the Codex WebSocket did not confirm that it closed');
   }
 
-  /** Starts the turn, follows its notifications and, on timeout or cancel, interrupts it safely (AT-5). */
+  /**
+   * Starts the turn, follows its notifications and, on timeout or cancel, interrupts it safely (rule: send-admission).
+   */
   private async runTurn(chatId: string, message: string, stop: AbortSignal, why: () => string): Promise<SendReply> {
     const watcher: TurnWatcher = { turnId: undefined, items: [], buffered: [] };
     this.watchers.set(chatId, watcher);

@@ -1,6 +1,6 @@
-// The connection registry (AT-3, AT-4, AT-7, LB-4): one connection per (harness, origin, directory), at most 32,
-// credentials only from the environment or an injected value bound to its exact origin, closes that fail closed and
-// can be retried.
+// The connection registry (rules: exact-origins, env-only-credentials, retryable-disconnect, attach-library): one
+// connection per (harness, origin, directory), at most 32, credentials only from the environment or an injected value
+// bound to its exact origin, closes that fail closed and can be retried.
 import { randomUUID } from 'node:crypto';
 import { isAbsolute as isPosixAbsolute, normalize as normalizePosix } from 'node:path/posix';
 import { redactedError, registerSecret } from '../../lib/redact.ts';
@@ -208,8 +208,8 @@ export class ConnectionRegistry {
   }
 
   /**
-   * Closes one connection (AT-7). Overlapping calls share the attempt in flight; a failed close keeps the id, in
-   * state close_failed, so calling again retries the cleanup.
+   * Closes one connection (rule: retryable-disconnect). Overlapping calls share the attempt in flight; a failed close
+   * keeps the id, in state close_failed, so calling again retries the cleanup.
    */
   disconnect(connectionId: string): Promise<void> {
     const entry = this.entries.get(connectionId);

@@ -1,6 +1,6 @@
-// The in-memory dispatch registry for send_message_async (AT-6): at most 100 records; settled records expire after two
-// hours and may be evicted earlier to admit new work; when all 100 are still working, a new send is refused before
-// anything is delivered. Summaries never carry the message, reply, error text or chat id.
+// The in-memory dispatch registry for send_message_async (rule: dispatch-registry): at most 100 records; settled
+// records expire after two hours and may be evicted earlier to admit new work; when all 100 are still working, a new
+// send is refused before anything is delivered. Summaries never carry the message, reply, error text or chat id.
 import { randomUUID } from 'node:crypto';
 import { RetentionTable } from '../../core/retention.ts';
 import { Waiters } from '../../core/waiters.ts';

@@ -1,4 +1,5 @@
-// Errors the attach face shows a caller: always redacted (AT-4, SE-1), whatever produced them.
+// Errors the attach face shows a caller: always redacted (rules: env-only-credentials, no-secrets-out), whatever
+// produced them.
 import { RedactedError, redactedError } from '../../lib/redact.ts';
 
 export class AttachError extends RedactedError {

@@ -45,7 +45,7 @@ export interface SendReply {
 }
 
 export interface SendOptions {
-  /** Covers validation, queueing and the harness request (AT-1). */
+  /** Covers validation, queueing and the harness request (rule: attach-tools). */
   timeoutMs: number;
   /** The caller's cancellation: aborts the request (OpenCode) or interrupts the correlated turn (Codex). */
   signal?: AbortSignal;

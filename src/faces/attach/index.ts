@@ -1,4 +1,4 @@
-// The attach face's library surface (LB-4).
+// The attach face's library surface (rule: attach-library).
 export { ALLOWLIST_ENV_VARS, allowlistFromEnv, type HarnessName, parseAllowedServerUrls } from './allowlist.ts';
 export {
   type Connection,

@@ -1,7 +1,7 @@
-// OpenCode server connections over http(s) (AT-2, AT-5). Only the official HTTP API: health, sessions filtered by the
-// connection directory (and checked again on every selected session), messages. Sends go straight to OpenCode, which
-// queues them per session; no permission interception, no session-wide abort, and a send that timed out locally is
-// reported as uncertain and never retried.
+// OpenCode server connections over http(s) (rules: attach-harnesses, send-admission). Only the official HTTP API:
+// health, sessions filtered by the connection directory (and checked again on every selected session), messages. Sends
+// go straight to OpenCode, which queues them per session; no permission interception, no session-wide abort, and a send
+// that timed out locally is reported as uncertain and never retried.
 import {
   type Message,
   OpenCodeClient,
@@ -132,7 +132,7 @@ class OpenCodeConnection implements HarnessConnection {
     this.lifetime.abort();
   }
 
-  /** The session, after checking it belongs to the connection's directory (AT-2). */
+  /** The session, after checking it belongs to the connection's directory (rule: attach-harnesses). */
   private async selectSession(chatId: string, signal: AbortSignal, timeoutMs?: number): Promise<Session> {
     let session: Session;
     try {

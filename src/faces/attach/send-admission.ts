@@ -1,5 +1,6 @@
-// Admission of Codex sends (AT-5): at most 100 queued or active sends per connection and 10 per thread, and sends to
-// one thread run one at a time, in arrival order, so every notification belongs to exactly one of our turns.
+// Admission of Codex sends (rule: send-admission): at most 100 queued or active sends per connection and 10 per thread,
+// and sends to one thread run one at a time, in arrival order, so every notification belongs to exactly one of our
+// turns.
 
 export const MAX_SENDS_PER_CONNECTION = 100;
 export const MAX_SENDS_PER_THREAD = 10;

@@ -1,5 +1,5 @@
-// The standalone attach server (`baton attach`, LB-4): one McpServer over stdio carrying the nine attach tools.
-// It owns only its server, transport and stdin close handling; tool resources belong to the registrar.
+// The standalone attach server (`baton attach`, rule `attach-library`): one McpServer over stdio carrying the nine
+// attach tools. It owns only its server, transport and stdin close handling; tool resources belong to the registrar.
 import type { Readable, Writable } from 'node:stream';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -53,7 +53,8 @@ export class CrossHarnessMcpServer {
     if (this.started) throw new Error('CrossHarnessMcpServer.start() may be called only once');
     this.started = true;
     this.registrar.register(this.server);
-    // This server is ours alone: invalid arguments become JSON-RPC -32602 errors instead of tool results (SE-4).
+    // This server is ours alone: invalid arguments become JSON-RPC -32602 errors instead of tool results (rule:
+    // strict-inputs).
     this.server.server.removeRequestHandler('tools/call');
     const strict = this.registrar.strictCallHandler();
     this.server.server.setRequestHandler(RawCallToolRequestSchema, (raw, extra) =>

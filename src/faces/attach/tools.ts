@@ -1,5 +1,6 @@
-// The nine attach tools (AT-1): names, inputs, defaults and bounds of the crossharness contract, on any McpServer.
-// Schemas are strict (unknown keys refused, every string and number bounded, SE-4); handlers only call the registries.
+// The nine attach tools (rule: attach-tools): names, inputs, defaults and bounds of the crossharness contract, on any
+// McpServer. Schemas are strict (unknown keys refused, every string and number bounded, rule `strict-inputs`); handlers
+// only call the registries.
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
@@ -203,9 +204,10 @@ export function attachToolHandlers(
 }
 
 /**
- * Registers the nine attach tools on an McpServer the host owns (LB-4). A duplicate tool name throws and removes only
- * the tools this attempt added. close() refuses while the server is connected, then removes the tools, disposes the
- * dispatch registry and closes every owned connection; a failed connection cleanup can be retried by calling it again.
+ * Registers the nine attach tools on an McpServer the host owns (rule: attach-library). A duplicate tool name throws
+ * and removes only the tools this attempt added. close() refuses while the server is connected, then removes the tools,
+ * disposes the dispatch registry and closes every owned connection; a failed connection cleanup can be retried by
+ * calling it again.
  */
 export class CrossHarnessMcpToolRegistrar {
   readonly connections: ConnectionRegistry;
@@ -251,8 +253,8 @@ export class CrossHarnessMcpToolRegistrar {
 
   /**
    * A tools/call handler for a server this package owns outright (the standalone `baton attach`): arguments are checked
-   * against the strict schemas first, so a violation is a JSON-RPC -32602 error rather than a tool result (SE-4).
-   * A host's shared McpServer keeps the SDK's own handling, which reports violations as tool errors.
+   * against the strict schemas first, so a violation is a JSON-RPC -32602 error rather than a tool result (rule:
+   * strict-inputs). A host's shared McpServer keeps the SDK's own handling, which reports violations as tool errors.
    */
   strictCallHandler(): (
     request: CallToolRequest,

@@ -1,6 +1,6 @@
-// The hub's config file (HB-1): one per user, found by locate.ts (--config, $BATON_CONFIG, $BATON_HOME, the user's
-// config dir). Unknown keys and bad values are refused at load with the path of the bad key. Roots are the only part
-// that commands edit (init, roots add/remove) and the only part a running hub reloads.
+// The hub's config file (rule: hub-commands): one per user, found by locate.ts (--config, $BATON_CONFIG, $BATON_HOME,
+// the user's config dir). Unknown keys and bad values are refused at load with the path of the bad key. Roots are the
+// only part that commands edit (init, roots add/remove) and the only part a running hub reloads.
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
@@ -14,7 +14,7 @@ import { registerSecret } from '../../lib/redact.ts';
 import { type ConfigLocation, describeLocation, locateConfig } from './locate.ts';
 
 export const DEFAULT_PORT = 43219;
-/** Default callers: the clients baton knows how to configure (HB-1). */
+/** Default callers: the clients baton knows how to configure (rule: hub-commands). */
 export const DEFAULT_CALLERS = ['claude', 'codex', 'opencode', 'gemini', 'dsh'] as const;
 const TOKEN_BYTES = 32;
 
@@ -196,7 +196,7 @@ export function loadConfig(where: string | ConfigLocation): HubConfig {
   };
 }
 
-/** Agents a caller may reach: its configured list, or every agent but the one sharing its name (HB-3). */
+/** Agents a caller may reach: its configured list, or every agent but the one sharing its name (rule: hub-tools). */
 export function reachableAgents(cfg: HubConfig, caller: string): string[] {
   const c = cfg.callers[caller];
   if (!c) return [];

@@ -1,5 +1,5 @@
-// Client snippets (HB-1, UX-4): written in the config's connections/ dir, tokens only in a private tokens.env whose
-// `export` lines reach the clients a shell launches after sourcing it.
+// Client snippets (rules: hub-commands, working-snippets): written in the config's connections/ dir, tokens only in a
+// private tokens.env whose `export` lines reach the clients a shell launches after sourcing it.
 import { join } from 'node:path';
 import { writePrivateFile } from '../../lib/private-fs.ts';
 import type { HubConfig } from './config.ts';

@@ -1,4 +1,5 @@
-// The hub daemon (HB-1, HB-2, HB-5, HB-6): one durable local service on Streamable HTTP, one MCP endpoint per caller.
+// The hub daemon (rules: hub-commands, caller-endpoints, crash-durability, tasks-outlive-clients): one durable local
+// service on Streamable HTTP, one MCP endpoint per caller.
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { once } from 'node:events';
 import { type FSWatcher, statSync, watch } from 'node:fs';
@@ -34,9 +35,9 @@ import { type HubConfig, loadConfig, reachableAgents } from './config.ts';
 import { hubTools } from './tools.ts';
 import { Dashboard } from './ui/dashboard.ts';
 
-/** Largest JSON-RPC request body the hub reads (SE-5). */
+/** Largest JSON-RPC request body the hub reads (rule: bounded-frames). */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
-/** An MCP session that sees no request for this long is dropped (its tasks are not: HB-6). */
+/** An MCP session that sees no request for this long is dropped (its tasks are not: rule `tasks-outlive-clients`). */
 const SESSION_IDLE_MS = 30 * 60_000;
 /** The task id under which probe process groups are recorded in the workers table. */
 const PROBE_WORKER = 'probe';
@@ -266,7 +267,7 @@ export class Hub {
     return `http://${this.config.listen.host}:${this.port}`;
   }
 
-  /** Doctor preflight (AG-6): version and login of every configured agent, without spending inference. */
+  /** Doctor preflight (rule: free-probes): version and login of every configured agent, without spending inference. */
   async preflight(): Promise<AgentHealth[]> {
     // Probe groups are recorded like workers: a hub killed mid-preflight leaves them to the next start's recovery.
     this.probes = await Promise.all(
@@ -341,7 +342,8 @@ export class Hub {
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
-    // DNS-rebinding defence (HB-2, SE-3): only our own loopback host names and no foreign browser origin.
+    // DNS-rebinding defence (rules: caller-endpoints, http-auth): only our own loopback host names and no foreign
+    // browser origin.
     if (!this.hostAllowed(req.headers.host)) return sendJson(res, 403, { error: 'host not allowed' });
     const origin = req.headers.origin;
     if (origin !== undefined && !this.originAllowed(origin)) return sendJson(res, 403, { error: 'origin not allowed' });
@@ -371,7 +373,7 @@ export class Hub {
     return sendJson(res, 404, { error: 'not found' });
   }
 
-  /** The operator's view of every caller's tasks (UX-1): list, status, long-poll and cancel. */
+  /** The operator's view of every caller's tasks (rule: tasks-command): list, status, long-poll and cancel. */
   private async controlTasks(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const q = url.searchParams;
     const int = (name: string, fallback: number) => {
@@ -436,7 +438,7 @@ export class Hub {
     const sid = req.headers['mcp-session-id'];
     if (typeof sid === 'string') {
       const session = this.sessions.get(sid);
-      // A session of another caller is reported as unknown (SE-3).
+      // A session of another caller is reported as unknown (rule: http-auth).
       if (!session || session.caller !== caller) return sendJson(res, 404, jsonRpcError(-32001, 'session not found'));
       session.lastSeen = Date.now();
       await session.transport.handleRequest(req, res, body);
@@ -459,7 +461,7 @@ export class Hub {
         this.sessions.delete(id);
       },
     });
-    // Losing the connection drops the MCP session only; tasks keep running (HB-6).
+    // Losing the connection drops the MCP session only; tasks keep running (rule: tasks-outlive-clients).
     transport.onclose = () => {
       if (transport.sessionId) this.sessions.delete(transport.sessionId);
     };
@@ -515,7 +517,7 @@ type AuthFailure =
   | 'unexpanded env-var placeholder'
   | 'wrong token';
 
-/** Constant-time bearer check (SE-3): compares fixed-length digests. Returns null when the token matches. */
+/** Constant-time bearer check (rule: http-auth): compares fixed-length digests. Returns null when the token matches. */
 function bearerFailure(req: IncomingMessage, expected: Buffer): AuthFailure | null {
   const header = req.headers.authorization;
   if (!header) return 'missing authorization header';

@@ -1,4 +1,4 @@
-// `baton service install|uninstall` (HB-1): a launchd agent on macOS, a systemd --user unit on Linux.
+// `baton service install|uninstall` (rule: hub-commands): a launchd agent on macOS, a systemd --user unit on Linux.
 import { execFile } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';

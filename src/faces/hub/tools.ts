@@ -1,4 +1,4 @@
-// The hub's MCP tools (HB-3): strict schemas, bounded sizes, caller identity from the endpoint only.
+// The hub's MCP tools (rule: hub-tools): strict schemas, bounded sizes, caller identity from the endpoint only.
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import {
@@ -34,7 +34,7 @@ async function guarded(fn: () => unknown | Promise<unknown>, tool?: string) {
   try {
     return jsonResult((await fn()) as Record<string, unknown>);
   } catch (err) {
-    // A bad argument only the engine can tell is a schema violation all the same (SE-4).
+    // A bad argument only the engine can tell is a schema violation all the same (rule: strict-inputs).
     if (err instanceof InvalidArgumentError)
       throw new McpError(ErrorCode.InvalidParams, `invalid arguments for ${tool}: ${err.message}`);
     if (err instanceof EngineError) return toolError(err.message, { code: err.code });

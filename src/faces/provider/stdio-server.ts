@@ -1,6 +1,7 @@
-// The stdio MCP server every provider runs on (P-GEN): tool schemas validated by the shared helper (bad input is
-// JSON-RPC -32602 and changes nothing), progress only for callers that sent a progressToken, a keepalive so Node never
-// exits while stdin EOF races a child's handle, and a shutdown that cancels work and reaps every tracked process group.
+// The stdio MCP server every provider runs on (rule: provider-shutdown): tool schemas validated by the shared helper
+// (bad input is JSON-RPC -32602 and changes nothing), progress only for callers that sent a progressToken, a keepalive
+// so Node never exits while stdin EOF races a child's handle, and a shutdown that cancels work and reaps every tracked
+// process group.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { type CallToolResult, McpError } from '@modelcontextprotocol/sdk/types.js';
@@ -10,7 +11,7 @@ import { DEFAULT_STOP_GRACE_MS, stopGroup } from '../../lib/process-group.ts';
 import { redact, redactError } from '../../lib/redact.ts';
 import { serveTools, type ToolDef, type ToolExtra, toolError } from '../mcp-tools.ts';
 
-/** Largest JSON-RPC frame accepted from the client (SE-5). */
+/** Largest JSON-RPC frame accepted from the client (rule: bounded-frames). */
 export const MAX_CLIENT_FRAME_BYTES = 8 * 1024 * 1024;
 /** Progress notifications go out at most this often (the latest status wins). */
 export const PROGRESS_INTERVAL_MS = 1_000;

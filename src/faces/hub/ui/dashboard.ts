@@ -1,7 +1,7 @@
-// The local web dashboard (UX-2) at /ui on the hub: every caller's tasks, a task's rounds with their git snapshots, and
-// its live events over server-sent events fed by the engine's waiters. The operator logs in with the control token in
-// a POSTed form; the browser then holds only a random session id in an HttpOnly, SameSite=Strict cookie, so the token
-// never appears in a URL, a page or a log. Every value shown is escaped: agent text is untrusted.
+// The local web dashboard (rule: dashboard) at /ui on the hub: every caller's tasks, a task's rounds with their git
+// snapshots, and its live events over server-sent events fed by the engine's waiters. The operator logs in with the
+// control token in a POSTed form; the browser then holds only a random session id in an HttpOnly, SameSite=Strict
+// cookie, so the token never appears in a URL, a page or a log. Every value shown is escaped: agent text is untrusted.
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {

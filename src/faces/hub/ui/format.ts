@@ -1,5 +1,6 @@
-// One readable line per task event and per git snapshot, shared by `baton tasks` and the dashboard (UX-1, UX-2).
-// Agent text is untrusted: terminal controls are stripped here; HTML escaping is the page's job.
+// One readable line per task event and per git snapshot, shared by `baton tasks` and the dashboard (rules:
+// tasks-command, dashboard). Agent text is untrusted: terminal controls are stripped here; HTML escaping is the page's
+// job.
 import type { TaskEvent } from '../../../core/task.ts';
 import { stripTerminalControls } from '../../../lib/text.ts';
 

@@ -19,7 +19,10 @@ import {
   type RpcMessage,
 } from './rpc.ts';
 
-/** Screenshots come back base64 in one frame, so the downstream side is roomier than the client's (SE-5). */
+/**
+ * Screenshots come back base64 in one frame, so the downstream side is roomier than the client's (rule:
+ * bounded-frames).
+ */
 const MAX_DOWNSTREAM_FRAME_BYTES = 32 * 1024 * 1024;
 /** A downstream that keeps dying without answering anything is not restarted forever. */
 const MAX_CONSECUTIVE_DOWNSTREAM_RESTARTS = 3;
@@ -222,7 +225,8 @@ export class Downstreams {
       this.onExit(ds);
     });
     group.child.stdin?.on('error', () => {});
-    // chrome-devtools-mcp's diagnostics go to our stderr line by line, redacted (SE-1) and bounded (SE-5).
+    // chrome-devtools-mcp's diagnostics go to our stderr line by line, redacted (rule: no-secrets-out) and bounded
+    // (rule: bounded-frames).
     if (group.child.stderr) {
       readLines(group.child.stderr, {
         maxLineBytes: 64 * 1024,

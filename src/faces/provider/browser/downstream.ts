@@ -35,8 +35,9 @@ export function parseCommandText(text: string, what: string): string[] {
 }
 
 /**
- * Resolution order (P-BR): --browser_command / BATON_BROWSER_COMMAND; the chrome-devtools-mcp package resolvable from
- * baton (run with this Node); baton's node_modules/.bin/chrome-devtools-mcp; `npx -y chrome-devtools-mcp@latest`.
+ * Resolution order (rule: leased-browser): --browser_command / BATON_BROWSER_COMMAND; the chrome-devtools-mcp package
+ * resolvable from baton (run with this Node); baton's node_modules/.bin/chrome-devtools-mcp; `npx -y
+ * chrome-devtools-mcp@latest`.
  */
 export function resolveDownstreamCommand(flag: string | undefined, env = process.env): DownstreamCommand {
   if (flag) {

@@ -1,5 +1,6 @@
-// The operator's lease helper (P-BR): baton only runs it with fixed argv forms and reads its inert key=value record.
-// It owns the remote box, the Chromium on it and the loopback tunnel; baton never starts a browser itself.
+// The operator's lease helper (rule: leased-browser): baton only runs it with fixed argv forms and reads its inert
+// key=value record. It owns the remote box, the Chromium on it and the loopback tunnel; baton never starts a browser
+// itself.
 import type { ChildGroup } from '../../../lib/process-group.ts';
 import { spawnGroup } from '../../../lib/process-group.ts';
 

@@ -1,7 +1,7 @@
-// The browser lease (P-BR): leased lazily on the first browser tool call through the operator's lease helper, browser
-// calls queued FIFO behind one acquire attempt, every browser result checked against the lease generation it ran
-// under (a replaced browser is reported, never passed off as the lease's), and the lease released when idle or at
-// shutdown. The local chrome-devtools-mcp is pointed at the lease's local CDP port through Downstreams.
+// The browser lease (rule: leased-browser): leased lazily on the first browser tool call through the operator's lease
+// helper, browser calls queued FIFO behind one acquire attempt, every browser result checked against the lease
+// generation it ran under (a replaced browser is reported, never passed off as the lease's), and the lease released
+// when idle or at shutdown. The local chrome-devtools-mcp is pointed at the lease's local CDP port through Downstreams.
 import type { Logger } from '../../../lib/log.ts';
 import { pickFreeLoopbackPort } from '../../../lib/net.ts';
 import { redact, redactError } from '../../../lib/redact.ts';

@@ -1,7 +1,7 @@
 // The browser provider's core: an honest JSON-RPC proxy between the MCP client (stdio) and a local chrome-devtools-mcp.
-// Native frames pass byte-for-byte; baton only steps in where P-BR says so. This file routes the client's frames; the
-// local chrome-devtools-mcp processes are downstream-process.ts's, the browser lease and the checks of each browser
-// result against it are lease-manager.ts's.
+// Native frames pass byte-for-byte; baton only steps in where rule `leased-browser` says so. This file routes the
+// client's frames; the local chrome-devtools-mcp processes are downstream-process.ts's, the browser lease and the
+// checks of each browser result against it are lease-manager.ts's.
 import type { Readable, Writable } from 'node:stream';
 import { readJsonLines, writeJsonLine } from '../../../lib/jsonl.ts';
 import type { Logger } from '../../../lib/log.ts';
@@ -22,7 +22,7 @@ import {
   type RpcMessage,
 } from './rpc.ts';
 
-/** Client frame bound (SE-5). */
+/** Client frame bound (rule: bounded-frames). */
 const MAX_CLIENT_FRAME_BYTES = 8 * 1024 * 1024;
 
 export interface BrowserProxyOptions {

@@ -1,4 +1,5 @@
-// `baton mcp --provider browser`: stdio MCP proxy to a local chrome-devtools-mcp driving a leased remote Chrome (P-BR).
+// `baton mcp --provider browser`: stdio MCP proxy to a local chrome-devtools-mcp driving a leased remote Chrome (rule:
+// leased-browser).
 import { randomBytes } from 'node:crypto';
 import { Command, InvalidArgumentError } from 'commander';
 import { createLogger, isLogLevel, type LogLevel } from '../../../lib/log.ts';

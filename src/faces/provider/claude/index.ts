@@ -1,6 +1,6 @@
-// `baton mcp --provider claude` (P-CL): Claude Code as an isolated leaf reviewer. One blocking tool for small prompts
-// (`claude_code`) and connection-scoped background reviews (`claude-start` / `-status` / `-result` / `-cancel`).
-// Model and effort are the operator's; only sanitised phase status and the final verdict cross MCP.
+// `baton mcp --provider claude` (rule: claude-reviewer): Claude Code as an isolated leaf reviewer. One blocking tool
+// for small prompts (`claude_code`) and connection-scoped background reviews (`claude-start` / `-status` / `-result` /
+// `-cancel`). Model and effort are the operator's; only sanitised phase status and the final verdict cross MCP.
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
@@ -21,7 +21,7 @@ export const DEFAULT_BLOCKING_TIMEOUT_S = 900;
 export const DEFAULT_JOB_TIMEOUT_S = 2 * 60 * 60;
 /** A status read waits this long for news unless the caller says otherwise. */
 export const DEFAULT_STATUS_WAIT_MS = 10_000;
-/** Bounded input (SE-4): a prompt, a path. */
+/** Bounded input (rule: strict-inputs): a prompt, a path. */
 const MAX_PROMPT_CHARS = 1_000_000;
 const MAX_PATH_CHARS = 4_096;
 const MAX_ID_CHARS = 128;

@@ -24,7 +24,7 @@ import {
   InFlightTurns,
 } from './turns.ts';
 
-/** JSON-RPC error of a call whose deadline expired (P-CX). */
+/** JSON-RPC error of a call whose deadline expired (rule: codex-provider). */
 export const REQUEST_TIMEOUT_CODE = -32001;
 
 export interface AppServerOptions {
@@ -290,7 +290,10 @@ export interface BackgroundDeps {
   start(args: CallArgs): { jobId: string; cursor: number };
 }
 
-/** The six job tools, the same on both paths (P-CX): codex-start, -status, -commentary, -result, -cancel, -peek. */
+/**
+ * The six job tools, the same on both paths (rule: codex-provider): codex-start, -status, -commentary, -result,
+ * -cancel, -peek.
+ */
 export function backgroundTools(deps: BackgroundDeps): ProviderTool[] {
   const { jobs, inflight, jobThreads } = deps;
   const jobTool = <T>(fn: () => T): T => {

@@ -1,6 +1,7 @@
-// The Codex provider's isolated CODEX_HOME (P-CX, AG-9): a private tree `tmp/codex-homes/` in the launch directory, a
-// copy of the user's auth.json with the conditional write-back of the agent's home module, and the minimal config P-CX
-// lists. Only the user's Fast-mode pair is ever read from their own config.
+// The Codex provider's isolated CODEX_HOME (rules: codex-provider, isolated-homes): a private tree `tmp/codex-homes/`
+// in the launch directory, a copy of the user's auth.json with the conditional write-back of the agent's home module,
+// and the minimal config rule `codex-provider` lists. Only the user's Fast-mode pair is ever read from their own
+// config.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CodexModelProvider } from '../../../agents/codex/config.ts';
@@ -37,7 +38,10 @@ export function isAppServerCodex(version: CodexVersion | null): boolean {
   return version === null || compareCodexVersions(version, parseCodexVersion(APP_SERVER_MINIMUM_VERSION)!) >= 0;
 }
 
-/** The isolated config.toml: exactly the P-CX defaults, the operator's provider, and untrusted project entries. */
+/**
+ * The isolated config.toml: exactly the rule `codex-provider` defaults, the operator's provider, and untrusted project
+ * entries.
+ */
 export function renderProviderConfig(settings: CodexHomeSettings, untrustedProjects: readonly string[] = []): string {
   return renderCodexConfig({
     comment: 'Written by baton for the Codex provider; rewritten at every start.',
@@ -114,7 +118,7 @@ export function codexHomesRoot(launchDir: string): string {
 }
 
 /**
- * (Re)writes the home's config and snapshots the user's auth.json; `writeBackAuth` applies AG-9's rule. With
+ * (Re)writes the home's config and snapshots the user's auth.json; `writeBackAuth` applies rule `isolated-homes`. With
  * `configOnly` (every call after the bridge's start) auth.json is left alone, so a login Codex rotated during one call
  * is not overwritten by the next call's copy before the bridge writes it back at exit.
  */

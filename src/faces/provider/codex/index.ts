@@ -1,6 +1,6 @@
-// `baton mcp --provider codex` (P-CX), the default provider: the mcp-agents `codex` / `codex-reply` contract plus
-// background jobs. One `codex --version` probe picks the path: Codex ≥ 0.154 (or an unparsable version) is served over
-// `codex app-server`; older Codex through a byte-for-byte passthrough to its own `codex mcp-server`.
+// `baton mcp --provider codex` (rule: codex-provider), the default provider: the mcp-agents `codex` / `codex-reply`
+// contract plus background jobs. One `codex --version` probe picks the path: Codex ≥ 0.154 (or an unparsable version)
+// is served over `codex app-server`; older Codex through a byte-for-byte passthrough to its own `codex mcp-server`.
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -244,7 +244,8 @@ export async function run(argv: string[]): Promise<void> {
 
   // Current Codex: one stable home per launch directory, so threads outlive a bridge restart.
   const homeDir = join(root, 'app-server');
-  // Auth is snapshotted once per bridge and written back (AG-9) when the bridge exits; calls only refresh the config.
+  // Auth is snapshotted once per bridge and written back (rule: isolated-homes) when the bridge exits; calls only
+  // refresh the config.
   const home = prepareProviderHome(homeDir, settings, userCodexHome);
   const codex = appServerTools({
     runtime: {

@@ -1,6 +1,6 @@
-// The legacy passthrough itself (P-CX legacy path), with its streams injected: the client's frames arrive on
-// `clientIn` and leave on `clientOut`, Codex's `codex mcp-server` is spawned as a process group, and ending the bridge
-// calls `exit`. legacy.ts binds it to the process; tests create it in-process on their own streams.
+// The legacy passthrough itself (rule `codex-provider` legacy path), with its streams injected: the client's frames
+// arrive on `clientIn` and leave on `clientOut`, Codex's `codex mcp-server` is spawned as a process group, and ending
+// the bridge calls `exit`. legacy.ts binds it to the process; tests create it in-process on their own streams.
 import type { Readable, Writable } from 'node:stream';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { Sandbox } from '../../../agents/agent.ts';
@@ -28,13 +28,15 @@ import { finishJob, JOB_REQUEST_PREFIX, legacyJobAgent } from './legacy-jobs.ts'
 import { codexReplySchema, codexSchema } from './schemas.ts';
 import { AUTH_INVALIDATED_CODE, type CallLimits, InFlightTurns } from './turns.ts';
 
-/** Late native responses the bridge may be waiting to drop at once; reaching it ends the bridge (P-CX). */
+/**
+ * Late native responses the bridge may be waiting to drop at once; reaching it ends the bridge (rule: codex-provider).
+ */
 export const MAX_SUPPRESSED_CODEX_RESPONSES = 16;
 /** After Codex's task_complete, how long its tools/call response may take before the bridge answers for it. */
 export const DEFAULT_TERMINAL_RESPONSE_GRACE_MS = 5_000;
 /** Bound of a teardown: Codex's group gets TERM, then KILL after this. */
 const TEARDOWN_GRACE_MS = 2_000;
-/** Largest native frame accepted from Codex (SE-5). */
+/** Largest native frame accepted from Codex (rule: bounded-frames). */
 const MAX_CODEX_FRAME_BYTES = 64 * 1024 * 1024;
 
 export interface LegacyOptions {

@@ -17,7 +17,10 @@ export type Message = {
 
 export const keyOf = (id: JsonRpcId) => `${typeof id}:${id}`;
 
-/** Sanitised status (TE-6) of a native `codex/event` message, or undefined when it says nothing shareable. */
+/**
+ * Sanitised status (rule: fail-closed-status) of a native `codex/event` message, or undefined when it says nothing
+ * shareable.
+ */
 export function statusOf(msg: Record<string, unknown>): string | undefined {
   const type = String(msg.type ?? '');
   if (type === 'task_started') return 'Working';

@@ -1,8 +1,8 @@
-// Codex ≤ 0.153: a passthrough to Codex's own `codex mcp-server` (P-CX legacy path). Frames are forwarded as whole
-// lines, byte-for-byte, except: tools/list answers are rewritten to the curated schemas plus the job tools; curated
-// `codex` / `codex-reply` calls are validated (-32602 locally) and translated to the native arguments; the typed
-// unauthorized event is replaced by one structured tool error. Everything the bridge injects (errors, progress,
-// recovered results) is written between native lines, never inside one.
+// Codex ≤ 0.153: a passthrough to Codex's own `codex mcp-server` (rule `codex-provider` legacy path). Frames are
+// forwarded as whole lines, byte-for-byte, except: tools/list answers are rewritten to the curated schemas plus the job
+// tools; curated `codex` / `codex-reply` calls are validated (-32602 locally) and translated to the native arguments;
+// the typed unauthorized event is replaced by one structured tool error. Everything the bridge injects (errors,
+// progress, recovered results) is written between native lines, never inside one.
 import { createLegacyBridge, type LegacyOptions } from './legacy-bridge.ts';
 
 export type { LegacyOptions } from './legacy-bridge.ts';

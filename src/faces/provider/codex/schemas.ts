@@ -1,6 +1,6 @@
-// The curated `codex` / `codex-reply` contract (P-CX): strict schemas (additionalProperties: false), so Codex's own
-// escape hatches (config, approval-policy, developer-instructions, base-instructions, compact-prompt, …) and any model
-// or effort outside the curated sets are refused with -32602 before Codex starts.
+// The curated `codex` / `codex-reply` contract (rule: codex-provider): strict schemas (additionalProperties: false), so
+// Codex's own escape hatches (config, approval-policy, developer-instructions, base-instructions, compact-prompt, …)
+// and any model or effort outside the curated sets are refused with -32602 before Codex starts.
 import { isAbsolute } from 'node:path';
 import { z } from 'zod';
 

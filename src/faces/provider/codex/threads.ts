@@ -1,5 +1,5 @@
 // What each session was started with (cwd, sandbox, model, effort, sub-agents), kept next to Codex's own thread store
-// in the isolated home, so a `codex-reply` inherits them, also after a bridge restart (P-CX).
+// in the isolated home, so a `codex-reply` inherits them, also after a bridge restart (rule: codex-provider).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Sandbox } from '../../../agents/agent.ts';

@@ -1,8 +1,8 @@
 // Every Codex turn the provider runs, blocking or background, goes through one wrapper: it registers the turn for
-// codex-peek, reports every notification about the call's thread as activity (the round's idle deadline, TE-7, is
-// refreshed by it; the deadlines themselves are runRound's), spots the typed unauthorized failure, and records a cancel
-// Codex did not confirm as abandoned (TE-8). The turn itself runs on the Codex agent (one `codex app-server` per call,
-// threads resumed by id).
+// codex-peek, reports every notification about the call's thread as activity (the round's idle deadline, rule
+// `two-deadlines`, is refreshed by it; the deadlines themselves are runRound's), spots the typed unauthorized failure,
+// and records a cancel Codex did not confirm as abandoned (rule: cancel-then-stop). The turn itself runs on the Codex
+// agent (one `codex app-server` per call, threads resumed by id).
 import type { Agent, AgentEvent, AgentSession, OpenSessionOptions, Sandbox } from '../../../agents/agent.ts';
 import { type CodexAgentExtras, createCodexAgent } from '../../../agents/codex/adapter.ts';
 import type { CodexAgentConfig } from '../../../agents/codex/config.ts';

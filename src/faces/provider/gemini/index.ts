@@ -1,5 +1,6 @@
-// `baton mcp --provider gemini` (P-GM): one blocking tool, `gemini {prompt, cwd?}`. The CLI always runs with its
-// sandbox on; the sandbox mode is the operator's choice for the whole server (--gemini-sandbox), never a per-call one.
+// `baton mcp --provider gemini` (rule: gemini-provider): one blocking tool, `gemini {prompt, cwd?}`. The CLI always
+// runs with its sandbox on; the sandbox mode is the operator's choice for the whole server (--gemini-sandbox), never a
+// per-call one.
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
