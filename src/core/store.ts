@@ -607,9 +607,9 @@ function toTask(r: Row): TaskRow {
   };
 }
 
-function toRoundSummary(r: Row): RoundSummary {
+/** The fields a round's summary and its full row share. */
+function roundBase(r: Row) {
   const json = (v: SQLInputValue | undefined) => (v === null || v === undefined ? null : JSON.parse(String(v)));
-  const legacy = r.legacy_result == null ? null : String(r.legacy_result);
   return {
     taskId: String(r.task_id),
     n: Number(r.n),
@@ -620,6 +620,13 @@ function toRoundSummary(r: Row): RoundSummary {
     after: json(r.after),
     error: r.error === null ? null : String(r.error),
     abandoned: Number(r.abandoned) === 1,
+  };
+}
+
+function toRoundSummary(r: Row): RoundSummary {
+  const legacy = r.legacy_result == null ? null : String(r.legacy_result);
+  return {
+    ...roundBase(r),
     resultChars: r.result_chars != null ? Number(r.result_chars) : legacy !== null ? countCodePoints(legacy) : null,
     resultPreview:
       r.result_chars != null
@@ -631,17 +638,5 @@ function toRoundSummary(r: Row): RoundSummary {
 }
 
 function toRound(r: Row): RoundRow {
-  const json = (v: SQLInputValue | undefined) => (v === null || v === undefined ? null : JSON.parse(String(v)));
-  return {
-    taskId: String(r.task_id),
-    n: Number(r.n),
-    prompt: String(r.prompt),
-    state: r.state as TaskState,
-    startedAt: r.started_at === null ? null : String(r.started_at),
-    endedAt: r.ended_at === null ? null : String(r.ended_at),
-    before: json(r.before),
-    after: json(r.after),
-    error: r.error === null ? null : String(r.error),
-    abandoned: Number(r.abandoned) === 1,
-  };
+  return { ...roundBase(r), prompt: String(r.prompt) };
 }
