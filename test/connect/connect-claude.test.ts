@@ -4,59 +4,42 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { before, type TestContext, test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { AnthropicMock, isolatedClaudeEnv } from '../mock-models/anthropic.ts';
 import { bins } from '../support/bins.ts';
-import {
-  batonConnect,
-  CLIENT_TOKENS,
-  type ConnectHub,
-  clientPath,
-  fileHooks,
-  run,
-  startConnectHub,
-  tokenEnv,
-} from '../support/connect.ts';
+import { batonConnect, CLIENT_TOKENS, connectSuite, run, tokenEnv } from '../support/connect.ts';
 import { DELEGATE_ANSWER, Delegation, FAILED_PREFIX, FINAL_PREFIX } from '../support/delegation.ts';
 import { call, connectCaller } from '../support/hub.ts';
-import { tempDir } from '../support/tmp.ts';
 
-let dir: string;
-let setup: ConnectHub;
-let PATH: string;
-before(async () => {
-  dir = tempDir(fileHooks, 'baton-connect-claude-');
-  setup = await startConnectHub(fileHooks, dir);
-  PATH = clientPath(dir);
-});
+const suite = connectSuite('claude');
 
-async function connected(t: TestContext, name: string, args: string[] = [], cwd = setup.project) {
+async function connected(t: TestContext, name: string, args: string[] = [], cwd = suite.setup.project) {
   const delegation = new Delegation(cwd);
   const mock = await AnthropicMock.start(delegation.anthropic);
   t.after(() => mock.close());
-  const root = join(dir, name);
+  const root = join(suite.dir, name);
   const env: NodeJS.ProcessEnv = {
     ...isolatedClaudeEnv(mock.origin, root),
-    PATH,
+    PATH: suite.PATH,
     ...tokenEnv('claude'),
     // claude -p connects MCP servers in the background by default, so on a loaded machine its first model request can
     // go out before baton's tools are listed; this makes it wait for them, as a script that needs them would.
     MCP_CONNECTION_NONBLOCKING: 'false',
   };
   mkdirSync(env.HOME!, { recursive: true });
-  const c = await batonConnect(setup.configPath, ['claude', ...args], { env, cwd });
+  const c = await batonConnect(suite.setup.configPath, ['claude', ...args], { env, cwd });
   assert.equal(c.code, 0, `connect failed:\n${c.stdout}\n${c.stderr}`);
   return { delegation, env, connectOut: c.stdout, settings: join(env.CLAUDE_CONFIG_DIR!, 'settings.json') };
 }
 
-const claudeP = (env: NodeJS.ProcessEnv, cwd = setup.project) =>
+const claudeP = (env: NodeJS.ProcessEnv, cwd = suite.setup.project) =>
   run([bins.claude(), '-p', 'Hand this task to the scripted agent through baton.', '--output-format', 'json'], {
     env,
     cwd,
   });
 
 async function claudeTasks(t: TestContext): Promise<number> {
-  const client = await connectCaller(t, setup.hub, 'claude', CLIENT_TOKENS.claude);
+  const client = await connectCaller(t, suite.setup.hub, 'claude', CLIENT_TOKENS.claude);
   return (await call<{ tasks: unknown[] }>(client, 'agent_list', {})).tasks.length;
 }
 
@@ -105,7 +88,7 @@ test('baton connect claude without its allow rule: claude -p is refused the tool
 
 test('baton connect claude --scope project: .mcp.json and .claude/settings.local.json let claude -p delegate', async (t) => {
   // A project of its own inside the hub's root, so its files cannot grant anything to the other tests.
-  const project = join(setup.project, 'own-project');
+  const project = join(suite.setup.project, 'own-project');
   mkdirSync(project);
   const { delegation, env } = await connected(t, 'project', ['--scope', 'project'], project);
   const mcp = JSON.parse(readFileSync(join(project, '.mcp.json'), 'utf8'));

@@ -4,41 +4,28 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { before, type TestContext, test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { mockCodexEnv, ResponsesMock, writeMockCodexHome } from '../mock-models/responses.ts';
 import { bins } from '../support/bins.ts';
-import {
-  batonConnect,
-  CLIENT_TOKENS,
-  type ConnectHub,
-  clientPath,
-  fileHooks,
-  run,
-  startConnectHub,
-  tokenEnv,
-} from '../support/connect.ts';
+import { batonConnect, CLIENT_TOKENS, connectSuite, run, tokenEnv } from '../support/connect.ts';
 import { DELEGATE_ANSWER, Delegation, FAILED_PREFIX, FINAL_PREFIX } from '../support/delegation.ts';
 import { call, connectCaller } from '../support/hub.ts';
-import { tempDir } from '../support/tmp.ts';
 
-let dir: string;
-let setup: ConnectHub;
-let PATH: string;
-before(async () => {
-  dir = tempDir(fileHooks, 'baton-connect-codex-');
-  setup = await startConnectHub(fileHooks, dir);
-  PATH = clientPath(dir);
-});
+const suite = connectSuite('codex');
 
 async function connected(t: TestContext, name: string) {
-  const delegation = new Delegation(setup.project);
+  const delegation = new Delegation(suite.setup.project);
   const mock = await ResponsesMock.start(delegation.responses);
   t.after(() => mock.close());
-  const root = join(dir, name);
+  const root = join(suite.dir, name);
   const codexHome = writeMockCodexHome(join(root, 'codex-home'), mock);
   mkdirSync(join(root, 'home'), { recursive: true });
-  const env: NodeJS.ProcessEnv = { ...mockCodexEnv(codexHome, join(root, 'home')), PATH, ...tokenEnv('codex') };
-  const c = await batonConnect(setup.configPath, ['codex'], { env, cwd: setup.project });
+  const env: NodeJS.ProcessEnv = {
+    ...mockCodexEnv(codexHome, join(root, 'home')),
+    PATH: suite.PATH,
+    ...tokenEnv('codex'),
+  };
+  const c = await batonConnect(suite.setup.configPath, ['codex'], { env, cwd: suite.setup.project });
   assert.equal(c.code, 0, `connect failed:\n${c.stdout}\n${c.stderr}`);
   return { delegation, env, connectOut: c.stdout, config: join(codexHome, 'config.toml') };
 }
@@ -46,11 +33,11 @@ async function connected(t: TestContext, name: string) {
 const codexExec = (env: NodeJS.ProcessEnv) =>
   run([bins.codex(), 'exec', '--skip-git-repo-check', 'Hand this task to the scripted agent through baton.'], {
     env,
-    cwd: setup.project,
+    cwd: suite.setup.project,
   });
 
 async function codexTasks(t: TestContext): Promise<number> {
-  const client = await connectCaller(t, setup.hub, 'codex', CLIENT_TOKENS.codex);
+  const client = await connectCaller(t, suite.setup.hub, 'codex', CLIENT_TOKENS.codex);
   return (await call<{ tasks: unknown[] }>(client, 'agent_list', {})).tasks.length;
 }
 

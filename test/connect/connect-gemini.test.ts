@@ -4,39 +4,22 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { before, type TestContext, test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { geminiEnv, startGeminiMock } from '../mock-models/gemini.ts';
 import { bins } from '../support/bins.ts';
-import {
-  batonConnect,
-  CLIENT_TOKENS,
-  type ConnectHub,
-  clientPath,
-  fileHooks,
-  run,
-  startConnectHub,
-  tokenEnv,
-} from '../support/connect.ts';
+import { batonConnect, CLIENT_TOKENS, connectSuite, run, tokenEnv } from '../support/connect.ts';
 import { DELEGATE_ANSWER, Delegation, FINAL_PREFIX, NO_TOOLS } from '../support/delegation.ts';
 import { call, connectCaller } from '../support/hub.ts';
-import { tempDir } from '../support/tmp.ts';
 
-let dir: string;
-let setup: ConnectHub;
-let PATH: string;
-before(async () => {
-  dir = tempDir(fileHooks, 'baton-connect-gemini-');
-  setup = await startConnectHub(fileHooks, dir);
-  PATH = clientPath(dir);
-});
+const suite = connectSuite('gemini');
 
 async function connected(t: TestContext, name: string) {
-  const delegation = new Delegation(setup.project);
+  const delegation = new Delegation(suite.setup.project);
   const mock = await startGeminiMock(delegation.gemini);
   t.after(() => mock.close());
-  const home = join(dir, name, 'home');
-  const env: NodeJS.ProcessEnv = { ...geminiEnv(home, mock), PATH, ...tokenEnv('gemini') };
-  const c = await batonConnect(setup.configPath, ['gemini'], { env, cwd: setup.project });
+  const home = join(suite.dir, name, 'home');
+  const env: NodeJS.ProcessEnv = { ...geminiEnv(home, mock), PATH: suite.PATH, ...tokenEnv('gemini') };
+  const c = await batonConnect(suite.setup.configPath, ['gemini'], { env, cwd: suite.setup.project });
   assert.equal(c.code, 0, `connect failed:\n${c.stdout}\n${c.stderr}`);
   return { delegation, env, connectOut: c.stdout, settings: join(home, '.gemini', 'settings.json') };
 }
@@ -44,11 +27,11 @@ async function connected(t: TestContext, name: string) {
 const geminiP = (env: NodeJS.ProcessEnv) =>
   run([bins.gemini(), '-p', 'Hand this task to the scripted agent through baton.', '-o', 'json'], {
     env,
-    cwd: setup.project,
+    cwd: suite.setup.project,
   });
 
 async function geminiTasks(t: TestContext): Promise<number> {
-  const client = await connectCaller(t, setup.hub, 'gemini', CLIENT_TOKENS.gemini);
+  const client = await connectCaller(t, suite.setup.hub, 'gemini', CLIENT_TOKENS.gemini);
   return (await call<{ tasks: unknown[] }>(client, 'agent_list', {})).tasks.length;
 }
 

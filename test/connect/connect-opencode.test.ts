@@ -4,38 +4,21 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { before, test } from 'node:test';
+import { test } from 'node:test';
 import { opencodeEnv, startChatMock } from '../mock-models/chat-completions.ts';
 import { bins } from '../support/bins.ts';
-import {
-  batonConnect,
-  CLIENT_TOKENS,
-  type ConnectHub,
-  clientPath,
-  fileHooks,
-  run,
-  startConnectHub,
-  tokenEnv,
-} from '../support/connect.ts';
+import { batonConnect, CLIENT_TOKENS, connectSuite, run, tokenEnv } from '../support/connect.ts';
 import { DELEGATE_ANSWER, Delegation, FINAL_PREFIX } from '../support/delegation.ts';
-import { tempDir } from '../support/tmp.ts';
 
-let dir: string;
-let setup: ConnectHub;
-let PATH: string;
-before(async () => {
-  dir = tempDir(fileHooks, 'baton-connect-opencode-');
-  setup = await startConnectHub(fileHooks, dir);
-  PATH = clientPath(dir);
-});
+const suite = connectSuite('opencode');
 
 test('baton connect opencode: opencode run delegates through the hub and prints the delegate answer', async (t) => {
-  const delegation = new Delegation(setup.project);
+  const delegation = new Delegation(suite.setup.project);
   const mock = await startChatMock(delegation.chat);
   t.after(() => mock.close());
-  const root = join(dir, 'user');
-  const env: NodeJS.ProcessEnv = { ...opencodeEnv(root, mock), PATH, ...tokenEnv('opencode') };
-  const c = await batonConnect(setup.configPath, ['opencode'], { env, cwd: setup.project });
+  const root = join(suite.dir, 'user');
+  const env: NodeJS.ProcessEnv = { ...opencodeEnv(root, mock), PATH: suite.PATH, ...tokenEnv('opencode') };
+  const c = await batonConnect(suite.setup.configPath, ['opencode'], { env, cwd: suite.setup.project });
   assert.equal(c.code, 0, `connect failed:\n${c.stdout}\n${c.stderr}`);
   assert.match(c.stdout, /ran: opencode mcp add baton --url http:\/\/127\.0\.0\.1:\d+\/mcp\/opencode --header/);
   const text = readFileSync(join(root, 'config', 'opencode', 'opencode.json'), 'utf8');
@@ -44,7 +27,7 @@ test('baton connect opencode: opencode run delegates through the hub and prints 
 
   const r = await run([bins.opencode(), 'run', 'Hand this task to the scripted agent through baton.'], {
     env,
-    cwd: setup.project,
+    cwd: suite.setup.project,
   });
   assert.equal(r.code, 0, r.stderr);
   assert.ok(

@@ -4,11 +4,12 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { after, type TestContext } from 'node:test';
+import { after, before, type TestContext } from 'node:test';
 import { tokenEnvName } from '../../src/faces/hub/examples.ts';
 import { bins, REPO_ROOT } from './bins.ts';
 import { type RunningHub, startHub } from './hub.ts';
 import { SCRIPTED_ACP_AGENT } from './scripted-agent.ts';
+import { tempDir } from './tmp.ts';
 
 export const CLIENT_TOKENS = {
   claude: 'claude-token-0123456789abcdef0123456789abcdef',
@@ -121,4 +122,22 @@ export function batonConnect(
   opts: { env: NodeJS.ProcessEnv; cwd: string },
 ): Promise<Ran> {
   return run([process.execPath, join(REPO_ROOT, 'bin', 'baton.js'), '--config', configPath, 'connect', ...args], opts);
+}
+
+/** The fixture every client test file shares: its temp dir, one hub with the four callers, and a PATH holding only the
+ * real clients. Filled in by a `before` hook, so read its fields inside tests. */
+export interface ConnectSuite {
+  dir: string;
+  setup: ConnectHub;
+  PATH: string;
+}
+
+export function connectSuite(client: string): ConnectSuite {
+  const suite = {} as ConnectSuite;
+  before(async () => {
+    suite.dir = tempDir(fileHooks, `baton-connect-${client}-`);
+    suite.setup = await startConnectHub(fileHooks, suite.dir);
+    suite.PATH = clientPath(suite.dir);
+  });
+  return suite;
 }
