@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, openSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 import { probeAgent } from '../agents/probe.ts';
 import { addRoots, type HubConfig, listRoots, loadConfig, type RootsChange, removeRoot } from '../faces/hub/config.ts';
 import { writeExamples } from '../faces/hub/examples.ts';
@@ -108,19 +108,20 @@ export function registerHubCommands(program: Command): void {
         rows.push(row);
       }
       for (const line of preflightLines(rows)) out(line);
-      // Usable means: found, and nothing says it cannot log in or open a session.
+      // Any FAIL (an agent the config names but baton cannot run) is an error, even beside usable agents: the hub
+      // would refuse every task for that agent. WARN (found, not logged in or no session) stays a warning.
+      const failed = rows.filter((r) => rowStatus(r) === 'FAIL').length;
       const usable = rows.filter((r) => rowStatus(r) === 'ok').length;
-      process.exitCode = usable > 0 ? 0 : 1;
+      if (failed) out(`${failed} agent(s) FAIL: install them or remove them from the config (${cfg.path})`);
+      process.exitCode = failed || !usable ? 1 : 0;
     });
 
   program
     .command('serve')
     .description('Run the hub in the foreground (runs the doctor preflight before accepting work).')
-    .option('--log-level <level>', 'debug | info | warn | error')
-    .option('--port <port>', 'override the configured port', (v) => Number.parseInt(v, 10))
+    .option('--log-level <level>', 'debug | info | warn | error', logLevelArg)
+    .option('--port <port>', 'override the configured port', portArg)
     .action(async (opts: { logLevel?: string; port?: number }) => {
-      if (opts.logLevel && !isLogLevel(opts.logLevel))
-        throw new Error(`--log-level must be debug, info, warn or error`);
       const loc = location();
       // The first run creates the user config with no roots: which projects agents may touch is the user's call.
       ensureConfig(loc);
@@ -152,10 +153,14 @@ export function registerHubCommands(program: Command): void {
   program
     .command('start')
     .description('Start the hub in the background and wait until it answers.')
-    .action(async () => {
+    .option('--log-level <level>', 'debug | info | warn | error', logLevelArg)
+    .option('--port <port>', 'override the configured port (other commands still use the configured one)', portArg)
+    .action(async (opts: { logLevel?: string; port?: number }) => {
       const loc = location();
       ensureConfig(loc);
-      const cfg = loadConfig(loc);
+      const loaded = loadConfig(loc);
+      // Health is asked on the port the hub will listen on.
+      const cfg = opts.port === undefined ? loaded : { ...loaded, listen: { ...loaded.listen, port: opts.port } };
       if (await healthOf(cfg).catch(() => null)) {
         out(`already running on http://${cfg.listen.host}:${cfg.listen.port}`);
         return;
@@ -164,7 +169,11 @@ export function registerHubCommands(program: Command): void {
       const log = openSync(join(cfg.stateDirPath, 'daemon.out'), 'a', 0o600);
       // The child inherits this environment and cwd, so it resolves the same config; an explicit file is passed on.
       const config = flag() === undefined ? [] : ['--config', cfg.path];
-      const child = spawn(process.execPath, [process.argv[1]!, ...config, 'serve'], {
+      const serveFlags = [
+        ...(opts.port === undefined ? [] : ['--port', String(opts.port)]),
+        ...(opts.logLevel === undefined ? [] : ['--log-level', opts.logLevel]),
+      ];
+      const child = spawn(process.execPath, [process.argv[1]!, ...config, 'serve', ...serveFlags], {
         detached: true,
         stdio: ['ignore', log, log],
       });
@@ -188,15 +197,37 @@ export function registerHubCommands(program: Command): void {
 
   program
     .command('stop')
-    .description('Stop the hub through its authenticated local control endpoint.')
-    .action(async () => {
+    .description(
+      'Stop the hub through its authenticated local control endpoint; refused while tasks are queued or running.',
+    )
+    .option('--force', 'stop anyway: queued and running tasks end as interrupted (and are listed)')
+    .action(async (opts: { force?: boolean }) => {
       const cfg = loadConfig(location());
-      const res = await control(cfg, 'POST', '/control/stop').catch(() => null);
+      // rule: stop-refuses-work — the hub decides (it knows what runs at that moment) and names the tasks.
+      const res = await control(cfg, 'POST', `/control/stop${opts.force ? '?force=1' : ''}`).catch(() => null);
       if (!res) {
         out('not running');
         return;
       }
-      if (res.status !== 202) throw new Error(`stop refused: HTTP ${res.status}`);
+      const body = (await res.json().catch(() => ({}))) as {
+        error?: string;
+        tasks?: StopTask[];
+        interrupted?: StopTask[];
+      };
+      if (res.status === 409) {
+        throw new Error(
+          [
+            `not stopped: ${body.error ?? 'tasks are still running'}:`,
+            ...(body.tasks ?? []).map(stopTaskLine),
+            'wait for them, cancel them (`baton tasks cancel ID`), or interrupt them with `baton stop --force`',
+          ].join('\n'),
+        );
+      }
+      if (res.status !== 202) throw new Error(`stop refused: ${body.error ?? `HTTP ${res.status}`}`);
+      if (body.interrupted?.length) {
+        out(`interrupting ${body.interrupted.length} task(s):`);
+        for (const t of body.interrupted) out(stopTaskLine(t));
+      }
       const until = Date.now() + START_TIMEOUT_MS;
       while (Date.now() < until && (await healthOf(cfg).catch(() => null)))
         await new Promise((r) => setTimeout(r, 100));
@@ -266,6 +297,27 @@ export function registerHubCommands(program: Command): void {
 }
 
 const quietLogger = { debug() {}, info() {}, warn() {}, error() {} };
+
+interface StopTask {
+  taskId: string;
+  caller?: string;
+  agent: string;
+  state: string;
+  round: number;
+}
+
+const stopTaskLine = (t: StopTask) => `  ${t.taskId}  ${t.caller ?? '-'}  ${t.agent}  ${t.state} (round ${t.round})`;
+
+function logLevelArg(value: string): string {
+  if (!isLogLevel(value)) throw new InvalidArgumentError('--log-level must be debug, info, warn or error');
+  return value;
+}
+
+function portArg(value: string): number {
+  const n = Number(value);
+  if (!/^\d{1,5}$/.test(value) || n > 65535) throw new InvalidArgumentError('--port must be a port number 0-65535');
+  return n;
+}
 
 /** A request to the hub's control endpoint with the control token from the config (never printed). */
 export async function control(cfg: HubConfig, method: string, path: string, timeoutMs = 5_000): Promise<Response> {

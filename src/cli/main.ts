@@ -28,7 +28,9 @@ registerStoreCommand(program);
 try {
   await program.parseAsync(process.argv);
 } catch (err) {
-  if (err instanceof CommanderError) process.exit(err.exitCode);
+  // Commander's own errors are usage errors (unknown option, bad value, missing argument): exit 2, while help and
+  // version keep their 0 (rule: operator-cli).
+  if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2);
   process.stderr.write(`baton: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(1);
 }

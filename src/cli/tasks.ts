@@ -1,62 +1,118 @@
-// `baton tasks` (rule: tasks-command): the operator's view of every caller's tasks on the running hub, over the control
-// endpoint.
-import type { Command } from 'commander';
-import type { StatusView, TaskView, WaitView } from '../core/engine.ts';
+// `baton tasks` (rules: tasks-command, operator-cli): the operator's view of every caller's tasks on the running hub,
+// over the control endpoint. Every subcommand takes --json (one stable JSON document, or JSON lines for tail); the
+// exit codes are the table in TASK_EXIT_CODES.
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import type { ResultView, StatusView, TaskView, WaitView } from '../core/engine.ts';
 import type { TaskEvent } from '../core/task.ts';
 import { type HubConfig, loadConfig } from '../faces/hub/config.ts';
 import { locateConfig } from '../faces/hub/locate.ts';
-import { eventLine, gitChanges, gitLine, gitStatusWord } from '../faces/hub/ui/format.ts';
+import { eventText, gitChanges, gitLine, gitStatusWord } from '../faces/hub/ui/format.ts';
 import { redactError } from '../lib/redact.ts';
+import { stripTerminalControls } from '../lib/text.ts';
 import { control } from './hub.ts';
+import { localTime } from './time.ts';
 
-const out = (s: string) => process.stdout.write(`${s}\n`);
+const out = (s: string): void => void process.stdout.write(`${s}\n`);
+const json = (v: unknown): void => out(JSON.stringify(v));
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'interrupted']);
 /** The hub answers a long-poll within 25 s; the client allows for a slow machine on top. */
 const WAIT_REQUEST_TIMEOUT_MS = 40_000;
+/** How many tasks `tasks list` shows without --limit or --all. */
+export const DEFAULT_LIST_LIMIT = 20;
+const PAGE = 100;
+
+/**
+ * Exit codes of `tasks tail` and `tasks result` by the task's final state, so a script can tell the outcomes apart.
+ * 1 is any error (hub unreachable, unknown task) and 2 a usage error (bad flag or value), as for every baton command.
+ */
+export const TASK_EXIT_CODES = { succeeded: 0, failed: 3, cancelled: 4, interrupted: 5, unfinished: 6 } as const;
+const EXIT_TABLE =
+  'Exit codes: 0 succeeded, 1 error (hub not answering, no such task), 2 usage error, 3 failed, 4 cancelled, ' +
+  '5 interrupted';
 
 type OperatorTask = TaskView & { caller: string };
+type AvailableResult = Extract<ResultView, { available: true }>;
+
+function exitCodeOf(state: string): number {
+  return TASK_EXIT_CODES[state as keyof typeof TASK_EXIT_CODES] ?? TASK_EXIT_CODES.unfinished;
+}
+
+function positiveInt(flag: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1)
+      throw new InvalidArgumentError(`${flag} must be a whole number ≥ 1`);
+    return n;
+  };
+}
+
+function offsetArg(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n))
+    throw new InvalidArgumentError('--offset must be a whole number ≥ 0');
+  return n;
+}
 
 export function registerTasksCommand(program: Command): void {
   const config = () => loadConfig(locateConfig({ flag: program.opts<{ config?: string }>().config }));
   const tasks = program
     .command('tasks')
-    .description("The running hub's tasks across all callers: list, show ID, tail ID, cancel ID.");
+    .description("The running hub's tasks across all callers: list, show ID, tail ID, result ID, cancel ID.")
+    .addHelpText('after', `\n${EXIT_TABLE} (tail and result; 6 from result: not finished yet).`);
 
   tasks
     .command('list', { isDefault: true })
-    .description('One line per task: id, caller, agent, state, round, last update.')
-    .option('--limit <n>', 'show at most this many tasks', (v) => Number.parseInt(v, 10))
-    .action(async (opts: { limit?: number }) => {
+    .description(`Newest first, one line per task (the ${DEFAULT_LIST_LIMIT} newest unless --limit or --all).`)
+    .option('--limit <n>', 'show the N newest tasks', positiveInt('--limit'))
+    .addOption(new Option('--all', 'show every task').conflicts('limit'))
+    .option('--json', 'print {"tasks": [...], "more": bool} instead of a table')
+    .action(async (opts: { limit?: number; all?: boolean; json?: boolean }) => {
       const cfg = config();
+      const want = opts.all ? Number.POSITIVE_INFINITY : (opts.limit ?? DEFAULT_LIST_LIMIT);
       const rows: OperatorTask[] = [];
       let cursor: string | null = null;
+      let more = false;
       do {
-        const q: string = cursor ? `?cursor=${encodeURIComponent(cursor)}&limit=100` : '?limit=100';
+        const size = Math.min(PAGE, want - rows.length);
+        const q = new URLSearchParams({ order: 'newest', limit: String(size) });
+        if (cursor) q.set('cursor', cursor);
         const page = await request<{ tasks: OperatorTask[]; nextCursor: string | null }>(
           cfg,
           'GET',
-          `/control/tasks${q}`,
+          `/control/tasks?${q}`,
         );
         rows.push(...page.tasks);
         cursor = page.nextCursor;
-      } while (cursor && (opts.limit === undefined || rows.length < opts.limit));
-      const shown = opts.limit === undefined ? rows : rows.slice(0, opts.limit);
-      if (!shown.length) {
+        more = cursor !== null;
+      } while (cursor && rows.length < want);
+      if (opts.json) return json({ tasks: rows, more });
+      if (!rows.length) {
         out('no tasks');
         return;
       }
       table(
         ['TASK', 'CALLER', 'AGENT', 'STATE', 'ROUND', 'UPDATED'],
-        shown.map((t) => [t.taskId, t.caller, t.agent, t.state, String(t.round), shortTime(t.updatedAt)]),
+        rows.map((t) => [t.taskId, t.caller, t.agent, t.state, String(t.round), localTime(t.updatedAt)]),
       );
+      if (more) process.stderr.write(`showing the ${rows.length} newest; --limit N or --all shows more\n`);
     });
 
   tasks
     .command('show <id>')
     .description('A task with its rounds, git snapshots and events.')
-    .action(async (id: string) => {
+    .option('--json', 'print the task with its rounds and every event as one JSON document')
+    .action(async (id: string, opts: { json?: boolean }) => {
       const cfg = config();
-      let status = await request<StatusView & OperatorTask>(cfg, 'GET', `/control/tasks/${taskPath(id)}?limit=500`);
+      const status = await request<StatusView & OperatorTask>(cfg, 'GET', `/control/tasks/${taskPath(id)}?limit=500`);
+      const events = [...status.events];
+      for (let page = status; page.hasMore; ) {
+        page = await request(cfg, 'GET', `/control/tasks/${taskPath(id)}?limit=500&after=${page.nextCursor}`);
+        events.push(...page.events);
+      }
+      if (opts.json) {
+        const last = events.at(-1)?.seq ?? status.nextCursor;
+        return json({ ...status, events, nextCursor: last, hasMore: false });
+      }
       const facts: [string, unknown][] = [
         ['task', status.taskId],
         ['caller', status.caller],
@@ -67,8 +123,8 @@ export function registerTasksCommand(program: Command): void {
         ['workdir', status.workdir !== status.cwd ? status.workdir : null],
         ['isolation', status.isolation],
         ['session', status.sessionId],
-        ['created', status.createdAt],
-        ['updated', status.updatedAt],
+        ['created', localTime(status.createdAt)],
+        ['updated', localTime(status.updatedAt)],
         ['error', status.error],
         ['result', status.result?.chars ? `${status.result.chars} characters: ${status.result.preview}` : null],
       ];
@@ -81,47 +137,126 @@ export function registerTasksCommand(program: Command): void {
           out(`    ${gitStatusWord(c.before)} → ${gitStatusWord(c.after)}  ${c.path}`);
       }
       out('events:');
-      for (;;) {
-        for (const ev of status.events) out(`  ${eventLine(ev)}`);
-        if (!status.hasMore) break;
-        status = await request(cfg, 'GET', `/control/tasks/${taskPath(id)}?limit=500&after=${status.nextCursor}`);
-      }
+      for (const ev of events) out(`  ${eventLine(ev)}`);
     });
 
   tasks
     .command('tail <id>')
-    .description('Print the events so far, then follow live ones until the task ends.')
-    .action(async (id: string) => {
+    .description('Print the events so far, follow live ones until the task ends, then print its answer.')
+    .option(
+      '--json',
+      'JSON lines: {"type":"event","event":{...}} per event, then {"type":"end","task":{...},"answer":{...}}',
+    )
+    .addHelpText('after', `\n${EXIT_TABLE}.`)
+    .action(async (id: string, opts: { json?: boolean }) => {
       const cfg = config();
       let after = 0;
       for (;;) {
-        const w = await request<WaitView>(
+        const w = await request<WaitView & OperatorTask>(
           cfg,
           'GET',
           `/control/tasks/${taskPath(id)}/wait?after=${after}`,
           WAIT_REQUEST_TIMEOUT_MS,
         );
-        for (const ev of w.events as TaskEvent[]) out(eventLine(ev));
+        for (const ev of w.events) opts.json ? json({ type: 'event', event: ev }) : out(eventLine(ev));
         after = w.nextCursor;
-        if (TERMINAL.has(w.state) && !w.hasMore) {
-          out(`task ${w.taskId} is ${w.state}`);
-          return;
-        }
+        if (!TERMINAL.has(w.state) || w.hasMore) continue;
+        const { events: _e, nextCursor: _n, hasMore: _h, timedOut: _t, ...task } = w;
+        process.exitCode = exitCodeOf(w.state);
+        // The end is known even when the answer cannot be fetched (a stopping hub closes right after its last event).
+        const answer = await request<ResultView>(cfg, 'GET', `/control/tasks/${taskPath(id)}/result`).catch(
+          (err: Error) => ({ unavailable: err.message }),
+        );
+        if (opts.json) return json({ type: 'end', task, answer: 'unavailable' in answer ? null : answer });
+        out(`task ${w.taskId} ended: ${w.state}${w.error ? ` — ${stripTerminalControls(w.error)}` : ''}`);
+        if ('unavailable' in answer)
+          out(`answer not fetched (${answer.unavailable}); later: baton tasks result ${w.taskId}`);
+        else printAnswerPage(w.taskId, answer);
+        return;
       }
     });
 
   tasks
+    .command('result <id>')
+    .description("The answer of the task's latest round, exactly as the agent gave it (every page, from --offset).")
+    .option('--offset <n>', 'start at this character (code point) of the answer', offsetArg)
+    .option('--json', 'print {taskId, state, round, available, text, offset, total, …} as one JSON document')
+    .addHelpText('after', `\n${EXIT_TABLE}, 6 not finished yet (no answer).`)
+    .action(async (id: string, opts: { offset?: number; json?: boolean }) => {
+      const cfg = config();
+      const first = await request<ResultView>(
+        cfg,
+        'GET',
+        `/control/tasks/${taskPath(id)}/result?offset=${opts.offset ?? 0}`,
+      );
+      process.exitCode = exitCodeOf(first.state);
+      if (!first.available) {
+        if (opts.json) return json(first);
+        process.stderr.write(
+          `baton: task ${first.taskId} is ${first.state}: no answer yet (\`baton tasks tail ${first.taskId}\` follows it)\n`,
+        );
+        return;
+      }
+      let text = first.text;
+      for (let page: AvailableResult = first; !page.done; ) {
+        const next = await request<ResultView>(
+          cfg,
+          'GET',
+          `/control/tasks/${taskPath(id)}/result?offset=${page.nextOffset}`,
+        );
+        if (!next.available) break;
+        text += next.text;
+        page = next;
+      }
+      if (opts.json) return json({ ...first, text, nextOffset: first.total, done: true });
+      // Agent text: exact when piped (a script gets the answer as given), without terminal controls on a terminal.
+      process.stdout.write(process.stdout.isTTY ? stripTerminalControls(text) : text);
+      if (text && !text.endsWith('\n') && process.stdout.isTTY) process.stdout.write('\n');
+    });
+
+  tasks
     .command('cancel <id>')
-    .description("Cancel the task's current round (any caller's).")
-    .action(async (id: string) => {
+    .description("Cancel the task's current round (any caller's); recorded as cancelled by the operator.")
+    .option('--json', 'print the task as JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
       const cfg = config();
       const t = await request<OperatorTask>(cfg, 'POST', `/control/tasks/${taskPath(id)}/cancel`);
+      if (opts.json) return json(t);
       out(
         TERMINAL.has(t.state)
           ? `task ${t.taskId} is ${t.state}`
           : `cancel requested for ${t.taskId} (round ${t.round}); \`baton tasks tail ${t.taskId}\` shows the end`,
       );
     });
+}
+
+/** The first page of an answer, and the exact command for the rest when there is more. */
+function printAnswerPage(taskId: string, r: ResultView): void {
+  if (!r.available) return;
+  if (!r.total) {
+    out('no answer text');
+    return;
+  }
+  out(`answer (${r.total} characters):`);
+  const text = stripTerminalControls(r.text);
+  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  if (!r.done)
+    out(
+      `answer continues: ${r.nextOffset} of ${r.total} characters shown; the rest: baton tasks result ${taskId} --offset ${r.nextOffset}`,
+    );
+}
+
+/** `HH:MM:SS±hh:mm r<round> <kind> <text>`. Kinds this CLI does not know are shown by their text or their fields. */
+function eventLine(ev: TaskEvent): string {
+  return `${localTime(ev.time, { date: false })} r${ev.round} ${ev.kind} ${eventText(ev) || genericText(ev)}`.trimEnd();
+}
+
+function genericText(ev: TaskEvent): string {
+  if (typeof ev.text === 'string') return stripTerminalControls(ev.text);
+  const { seq: _s, time: _t, round: _r, kind: _k, ...rest } = ev;
+  return Object.entries(rest)
+    .map(([k, v]) => `${k}=${stripTerminalControls(typeof v === 'string' ? v : JSON.stringify(v))}`)
+    .join(' ');
 }
 
 async function request<T>(cfg: HubConfig, method: string, path: string, timeoutMs?: number): Promise<T> {
@@ -138,10 +273,6 @@ async function request<T>(cfg: HubConfig, method: string, path: string, timeoutM
 /** Ids are checked by the hub; this only keeps a typo from becoming another path. */
 function taskPath(id: string): string {
   return encodeURIComponent(id);
-}
-
-function shortTime(iso: string): string {
-  return iso.replace('T', ' ').slice(0, 19);
 }
 
 function table(head: string[], rows: string[][]): void {

@@ -46,6 +46,9 @@ const FINISH_RETRY_MS = 1_000;
  */
 export const OPERATOR = null;
 export type Reader = string | typeof OPERATOR;
+/** Recorded on `cancel_requested` events (`by`) and in the round's error, so an operator's cancel reads as one. */
+export type CancelOrigin = 'operator' | 'caller';
+const cancelOrigin = (reader: Reader): CancelOrigin => (reader === OPERATOR ? 'operator' : 'caller');
 
 export type EngineErrorCode = 'not_found' | 'invalid' | 'conflict' | 'forbidden';
 
@@ -102,6 +105,8 @@ interface ActiveRound {
   round: number;
   controller: AbortController;
   cancelRequested: boolean;
+  /** Who asked for the cancel: the task's own caller over MCP, or the operator (CLI, dashboard). */
+  cancelledBy?: CancelOrigin;
   session?: AgentSession;
   done: Promise<void>;
 }
@@ -219,14 +224,23 @@ export class Engine {
     if (isTerminal(task.state) || !active) return this.view(task);
     if (active.cancelRequested) return this.view(task);
     active.cancelRequested = true;
+    active.cancelledBy = cancelOrigin(caller);
     if (task.state === 'queued') {
       // Never started: nothing to stop; aborting withdraws it from the lock queue.
-      this.log.finishRound(task.id, active.round, { state: 'cancelled', error: 'cancelled before it started' });
+      this.log.finishRound(task.id, active.round, {
+        state: 'cancelled',
+        error: `cancelled by the ${active.cancelledBy} before it started`,
+      });
       active.controller.abort(new Error('cancelled'));
       return this.view(this.mustGet(task.id));
     }
     this.store.tx(() =>
-      this.store.appendEvent(task.id, { time: now(), round: active.round, kind: 'cancel_requested' }),
+      this.store.appendEvent(task.id, {
+        time: now(),
+        round: active.round,
+        kind: 'cancel_requested',
+        by: active.cancelledBy,
+      }),
     );
     this.waiters.wake(task.id);
     active.controller.abort(new Error('cancelled'));
@@ -278,7 +292,7 @@ export class Engine {
     };
   }
 
-  result(caller: string, taskId: string, offset = 0): ResultView {
+  result(caller: Reader, taskId: string, offset = 0): ResultView {
     const task = this.owned(caller, taskId);
     const round = this.store.roundSummary(task.id, task.rounds);
     if (!isTerminal(task.state) || !round) {
@@ -298,10 +312,16 @@ export class Engine {
   /**
    * A page of the reader's tasks. The cursor is the id of the last task of the previous page, resolved only among the
    * reader's own tasks: it carries no position in the hub-wide order, so it tells a caller nothing about other callers'
-   * tasks, and another caller's task id is refused exactly like a made-up one.
+   * tasks, and another caller's task id is refused exactly like a made-up one. `order` 'newest' pages from the most
+   * recently created task back (the operator's list).
    */
-  list(caller: Reader, cursor: string | undefined, limit = DEFAULT_LIST_PAGE): ListView {
-    let afterOrder = 0;
+  list(
+    caller: Reader,
+    cursor: string | undefined,
+    limit = DEFAULT_LIST_PAGE,
+    order: 'oldest' | 'newest' = 'oldest',
+  ): ListView {
+    let afterOrder: number | null = null;
     if (cursor !== undefined) {
       const order = this.store.listOrderOf(caller, cursor);
       if (order === undefined) {
@@ -312,13 +332,18 @@ export class Engine {
       afterOrder = order;
     }
     this.log.flushForRead();
-    const { tasks } = this.store.listTasks(caller, afterOrder, limit + 1);
+    const { tasks } = this.store.listTasks(caller, afterOrder, limit + 1, order);
     const more = tasks.length > limit;
     const page = tasks.slice(0, limit);
     return {
       tasks: page.map((t) => this.readerView(caller, t)),
       nextCursor: more ? page[page.length - 1]!.id : null,
     };
+  }
+
+  /** Every task with a round queued or running, oldest first, as the operator sees it (what a stop would interrupt). */
+  unfinished(): TaskView[] {
+    return this.store.tasksInStates(['queued', 'running']).map((t) => this.readerView(OPERATOR, t));
   }
 
   health(): { queueDepth: number; running: number; states: Record<string, number> } {
@@ -467,7 +492,7 @@ export class Engine {
     const acknowledged = outcome?.outcome === 'cancelled' && outcome.acknowledged !== false;
     // A turn that never started cannot be abandoned; one that ended without the agent's acknowledgement is.
     const abandoned = entry.session ? !acknowledged : false;
-    return { state: 'cancelled', error: 'cancelled by the caller', after, abandoned };
+    return { state: 'cancelled', error: `cancelled by the ${entry.cancelledBy ?? 'caller'}`, after, abandoned };
   }
 
   private async closeSession(taskId: string, session: AgentSession | undefined): Promise<void> {

@@ -338,19 +338,24 @@ export class Store {
     return (this.stmt(q).all(...states) as Row[]).map(toTask);
   }
 
-  /** One caller's tasks, or every caller's when `caller` is null (the operator). */
-  listTasks(caller: string | null, afterOrder: number, limit: number): { tasks: TaskRow[]; orders: number[] } {
-    const rows = (
-      caller === null
-        ? this.stmt(
-            `SELECT ${TASK_COLUMNS}, list_order FROM tasks WHERE list_order > ? ORDER BY list_order LIMIT ?`,
-          ).all(afterOrder, limit)
-        : this.db
-            .prepare(
-              `SELECT ${TASK_COLUMNS}, list_order FROM tasks WHERE caller = ? AND list_order > ? ORDER BY list_order LIMIT ?`,
-            )
-            .all(caller, afterOrder, limit)
-    ) as Row[];
+  /**
+   * One caller's tasks, or every caller's when `caller` is null (the operator), after list position `from` in the
+   * given order (`from` null: from the start of that order).
+   */
+  listTasks(
+    caller: string | null,
+    from: number | null,
+    limit: number,
+    order: 'oldest' | 'newest' = 'oldest',
+  ): { tasks: TaskRow[]; orders: number[] } {
+    const newest = order === 'newest';
+    const where = [
+      ...(caller === null ? [] : ['caller = ?']),
+      ...(from === null ? [] : [newest ? 'list_order < ?' : 'list_order > ?']),
+    ];
+    const q = `SELECT ${TASK_COLUMNS}, list_order FROM tasks${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY list_order${newest ? ' DESC' : ''} LIMIT ?`;
+    const params = [...(caller === null ? [] : [caller]), ...(from === null ? [] : [from]), limit];
+    const rows = this.stmt(q).all(...params) as Row[];
     return { tasks: rows.map(toTask), orders: rows.map((r) => Number(r.list_order)) };
   }
 

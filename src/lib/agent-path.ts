@@ -107,3 +107,18 @@ export function findAgentBinary(command: string, pathEnv = process.env.PATH ?? '
   }
   return undefined;
 }
+
+/**
+ * The one wording for an agent binary baton cannot find (rule: missing-binary), used by doctor, the preflight, probes
+ * and a round's error alike. `install` names what to install ("Claude Code"); without it the sentence says "it".
+ */
+export function binaryNotFound(command: string, install = 'it'): string {
+  const where = command.includes('/') ? '' : ' on PATH or in the usual install places';
+  return `binary "${command}" not found${where}; install ${install} or set its path in the agent's config`;
+}
+
+/** Why a binary could not be started: the wording above when it is missing (ENOENT), else the system's reason. */
+export function spawnFailure(command: string, err: Error, install?: string): string {
+  if ((err as NodeJS.ErrnoException).code === 'ENOENT') return binaryNotFound(command, install);
+  return `cannot start "${command}": ${err.message}`;
+}

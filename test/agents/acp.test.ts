@@ -437,7 +437,7 @@ describe('ACP adapter with the scripted test agent', () => {
     assert.match(p.detail ?? '', /binary "baton-no-such-agent-binary" not found on PATH/);
     await assert.rejects(
       missing.openSession({ cwd: h.cwd, sandbox: 'read-only', signal: new AbortController().signal }),
-      /not found on PATH; install it or fix "command"/,
+      /not found on PATH or in the usual install places; install it or set its path in the agent.s config/,
     );
   });
 

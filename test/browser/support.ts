@@ -84,7 +84,7 @@ export async function startBaton(
 ): Promise<BatonClient> {
   const lease = opts.withoutLeaseCommand
     ? []
-    : ['--browser_lease_command', JSON.stringify([process.execPath, LEASE_HELPER])];
+    : ['--browser-lease-command', JSON.stringify([process.execPath, LEASE_HELPER])];
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [BATON, 'mcp', '--provider', 'browser', ...lease, ...extraArgs],

@@ -44,7 +44,7 @@ test('baton serve refuses an unknown --log-level before starting', async (t) => 
     { env: isolatedEnv(dir) },
   );
   await assert.rejects(run, (err: { code: number; stderr: string }) => {
-    assert.equal(err.code, 1);
+    assert.equal(err.code, 2, 'a bad flag value is a usage error');
     assert.match(err.stderr, /--log-level must be debug, info, warn or error/);
     return true;
   });

@@ -108,17 +108,36 @@ test('baton tasks: list across callers, show, tail to the end, cancel, bad ids',
   assert.match(show.stdout, /git before: not git/);
   assert.match(show.stdout, /r1 lifecycle queued\n.*r1 lifecycle running/);
 
-  // tail follows the live task; the operator's cancel ends it and tail exits 0 on the terminal state.
+  // tail follows the live task (in a pipe); the operator's cancel ends it, recorded as the operator's, and tail exits 4.
   const tail = baton(cliConfig, 'tail', stalled.taskId);
   const cancel = await baton(cliConfig, 'cancel', stalled.taskId);
   assert.equal(cancel.code, 0, cancel.stderr);
   assert.match(cancel.stdout, new RegExp(`cancel requested for ${stalled.taskId}|is cancelled`));
   const tailed = await tail;
-  assert.equal(tailed.code, 0, tailed.stderr);
+  assert.equal(tailed.code, 4, `a cancelled task exits 4: ${tailed.stderr}`);
   assert.match(tailed.stdout, /r1 lifecycle running/);
-  assert.match(tailed.stdout, /r1 lifecycle cancelled/);
-  assert.match(tailed.stdout, new RegExp(`task ${stalled.taskId} is cancelled\\n$`));
-  assert.equal((await followToEnd(bob, stalled.taskId)).state, 'cancelled', 'the owner sees the cancel too');
+  assert.match(tailed.stdout, /r1 cancel_requested by=operator/);
+  assert.match(tailed.stdout, /r1 lifecycle cancelled .*— cancelled by the operator/);
+  assert.match(
+    tailed.stdout,
+    new RegExp(`task ${stalled.taskId} ended: cancelled — cancelled by the operator\\nno answer text\\n$`),
+  );
+  const owner = await followToEnd(bob, stalled.taskId);
+  assert.equal(owner.state, 'cancelled', 'the owner sees the cancel too');
+  assert.equal(owner.last.error, 'cancelled by the operator', 'and sees who cancelled');
+
+  // A caller's own cancel still reads as the caller's.
+  const own = await call<{ taskId: string }>(bob, 'agent_run', {
+    agent: 'scripted',
+    prompt: acpScript([{ stall: true }]),
+    cwd: work,
+    idempotencyKey: 'ux-3',
+  });
+  await waitForEvent(bob, own.taskId, (e) => e.kind === 'lifecycle' && e.state === 'running');
+  await call(bob, 'agent_cancel', { taskId: own.taskId });
+  const ownEnd = await followToEnd(bob, own.taskId);
+  assert.equal(ownEnd.last.error, 'cancelled by the caller');
+  assert.ok(ownEnd.events.some((e) => e.kind === 'cancel_requested' && e.by === 'caller'));
 
   for (const args of [
     ['show', 't-doesnotexist'],

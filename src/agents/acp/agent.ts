@@ -1,13 +1,14 @@
 // The ACP agent kind (rule: acp-agents): any ACP v1 agent configured by its stdio command.
 import { basename } from 'node:path';
 import * as acp from '@agentclientprotocol/sdk';
+import { binaryNotFound } from '../../lib/agent-path.ts';
 import { captureCommand } from '../../lib/capture.ts';
 import type { Logger } from '../../lib/log.ts';
 import { findVersion } from '../../lib/version.ts';
 import type { Agent, AgentContext, AgentProbe, OpenSessionOptions } from '../agent.ts';
 import type { AcpConfig } from './config.ts';
 import { VERSION_FLAG_BINARIES } from './presets.ts';
-import { AcpProcess, agentEnvironment, binaryNotFound, resolveBinary } from './process.ts';
+import { AcpProcess, agentEnvironment, resolveBinary } from './process.ts';
 import { AcpAgentSession } from './session.ts';
 
 const VERSION_PROBE_TIMEOUT_MS = 15_000;
@@ -43,7 +44,7 @@ export class AcpAgent implements Agent {
     const base: AgentProbe = { name: this.name, kind: this.kind, available: false, login: 'unknown' };
     const command = this.config.command[0]!;
     const binary = resolveBinary(command, agentEnvironment(this.config.env));
-    if (!binary) return { ...base, detail: binaryNotFound(command) };
+    if (!binary) return { ...base, binary: command, detail: binaryNotFound(command) };
     let version = VERSION_FLAG_BINARIES.has(basename(command)) ? await this.versionFlag(binary) : undefined;
     if (!version) {
       try {

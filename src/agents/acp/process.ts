@@ -2,7 +2,7 @@
 // scrubbed environment, connect the SDK client over bounded stdio framing, and run `initialize`.
 import { statSync } from 'node:fs';
 import * as acp from '@agentclientprotocol/sdk';
-import { findAgentBinary } from '../../lib/agent-path.ts';
+import { binaryNotFound, findAgentBinary } from '../../lib/agent-path.ts';
 import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
 import { type ChildGroup, type GroupExit, spawnGroup } from '../../lib/process-group.ts';
@@ -34,11 +34,6 @@ export function agentEnvironment(extra: Record<string, string> | undefined): Rec
  * places, never in baton's own package (src/lib/agent-path.ts). */
 export function resolveBinary(command: string, env: Record<string, string>): string | undefined {
   return findAgentBinary(command, env.PATH ?? '');
-}
-
-export function binaryNotFound(command: string): string {
-  const where = command.includes('/') ? '' : ' on PATH';
-  return `binary "${command}" not found${where}; install it or fix "command" in its config`;
 }
 
 export interface AcpHandlers {

@@ -2,6 +2,7 @@
 // `stream-json`; blocking one-shots read the single `json` result; continuation is `--resume <session_id>`. Every run
 // gets the private config dir of rule `isolated-homes` and the tool policy of policy.ts.
 import { join } from 'node:path';
+import { spawnFailure } from '../../lib/agent-path.ts';
 import { captureCommand } from '../../lib/capture.ts';
 import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
@@ -97,7 +98,7 @@ export class ClaudeAgent implements Agent {
       return {
         ...base,
         detail: version.error
-          ? `cannot run "${this.command}": ${version.error.message}; install Claude Code or set its path`
+          ? spawnFailure(this.command, version.error, 'Claude Code')
           : `"${this.command} --version" exited with code ${version.code}`,
       };
     }
@@ -262,10 +263,7 @@ function runFailure(
   result: ClaudeResult | undefined,
 ): string | undefined {
   if (outcome.spawnError) {
-    return safeText(
-      `cannot start "${command}": ${outcome.spawnError.message}; install Claude Code or set its path`,
-      MAX_ERROR_CODE_POINTS,
-    );
+    return safeText(spawnFailure(command, outcome.spawnError, 'Claude Code'), MAX_ERROR_CODE_POINTS);
   }
   if (outcome.streamError)
     return safeText(

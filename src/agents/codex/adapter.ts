@@ -2,6 +2,7 @@
 // session. The parts live beside this file: env.ts (argv and environment), session.ts (thread, turns, cancel),
 // events.ts (notification mapping), probe.ts (rule: free-probes); the declined server requests are the shared table in
 // src/codex/declines.ts.
+import { spawnFailure } from '../../lib/agent-path.ts';
 import { spawnGroup } from '../../lib/process-group.ts';
 import { redact } from '../../lib/redact.ts';
 import type { Agent, AgentContext, AgentProbe, AgentSession, OpenSessionOptions } from '../agent.ts';
@@ -51,7 +52,7 @@ export function createCodexAgent(
       const group = spawnAppServer(home.dir, opts.cwd);
       if (group.pgid > 0) opts.onProcessGroup?.(group.pgid);
       const spawnFailed = new Promise<never>((_, reject) =>
-        group.child.once('error', (err) => reject(new Error(`could not start Codex: ${err.message}`))),
+        group.child.once('error', (err) => reject(new Error(spawnFailure(codexCommand(config).file, err, 'Codex')))),
       );
       spawnFailed.catch(() => {});
       const session = new CodexSession(group, config, ctx, home.writeBackAuth, initializeTimeoutMs, extras);

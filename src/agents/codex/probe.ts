@@ -2,6 +2,7 @@
 // inference.
 import { CodexAppServerClient } from '../../codex/app-server-client.ts';
 import { readCodexVersionOutput } from '../../codex/version.ts';
+import { spawnFailure } from '../../lib/agent-path.ts';
 import { captureCommand } from '../../lib/capture.ts';
 import type { ChildGroup } from '../../lib/process-group.ts';
 import { redact } from '../../lib/redact.ts';
@@ -37,7 +38,9 @@ export async function probeCodex(opts: CodexProbeOptions): Promise<AgentProbe> {
     return {
       ...base,
       available: false,
-      detail: `could not run ${file} --version: ${version.error?.message ?? `exit code ${version.code}`}`,
+      detail: version.error
+        ? spawnFailure(file, version.error, 'Codex')
+        : `could not run ${file} --version: exit code ${version.code}`,
     };
   }
   const { text: versionText, version: parsed } = readCodexVersionOutput(version.stdout);

@@ -3,6 +3,7 @@
 // falls back to an unsandboxed run. The operator may pick the sandbox mode for the whole server (GEMINI_SANDBOX_MODES).
 // Hub delegation uses Gemini's ACP mode through the ACP adapter; this adapter is the provider's path and a plain
 // one-shot agent.
+import { spawnFailure } from '../../lib/agent-path.ts';
 import { captureCommand } from '../../lib/capture.ts';
 import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
@@ -114,7 +115,7 @@ export class GeminiAgent implements Agent {
       return {
         ...base,
         detail: version.error
-          ? `cannot run "${command}": ${version.error.message}; install the Gemini CLI or set its path`
+          ? spawnFailure(command!, version.error, 'the Gemini CLI')
           : `"--version" exited with code ${version.code}`,
       };
     }
@@ -176,10 +177,7 @@ function interpret(command: string, mode: GeminiSandboxMode, outcome: CliOutcome
   if (outcome.spawnError) {
     return {
       ok: false,
-      error: safeText(
-        `cannot start "${command}": ${outcome.spawnError.message}; install the Gemini CLI`,
-        MAX_ERROR_CODE_POINTS,
-      ),
+      error: safeText(spawnFailure(command, outcome.spawnError, 'the Gemini CLI'), MAX_ERROR_CODE_POINTS),
     };
   }
   if (outcome.streamError)

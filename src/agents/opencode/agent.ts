@@ -5,6 +5,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { spawnFailure } from '../../lib/agent-path.ts';
 import { type AuthMirror, mirrorAuthFile } from '../../lib/auth-mirror.ts';
 import { captureCommand } from '../../lib/capture.ts';
 import { childEnv } from '../../lib/child-env.ts';
@@ -407,7 +408,7 @@ async function binaryVersion(binary: string): Promise<string> {
     env: childEnv('opencode'),
     timeoutMs: VERSION_PROBE_TIMEOUT_MS,
   });
-  if (out.error) throw new Error(`binary "${binary}" could not be started: ${out.error.message}`);
+  if (out.error) throw new Error(spawnFailure(binary, out.error, 'OpenCode'));
   const version = findVersion(out.stdout);
   if (out.code !== 0 || !version) throw new Error(`"${binary} --version" did not report a version`);
   return version;

@@ -365,15 +365,33 @@ export class Hub {
     const path = url.pathname;
     if (path === '/control/tasks' || path.startsWith('/control/tasks/')) return this.controlTasks(req, res, url);
     if (path === '/control/health' && req.method === 'GET') return sendJson(res, 200, this.health());
-    if (path === '/control/stop' && req.method === 'POST') {
-      sendJson(res, 202, { stopping: true });
-      setImmediate(() => void this.close());
-      return;
-    }
+    if (path === '/control/stop' && req.method === 'POST') return this.controlStop(res, url);
     return sendJson(res, 404, { error: 'not found' });
   }
 
-  /** The operator's view of every caller's tasks (rule: tasks-command): list, status, long-poll and cancel. */
+  /**
+   * Stopping interrupts every queued and running round (rule: stop-refuses-work): refused with the list of those tasks
+   * unless `force=1`, and the answer to a forced stop names what it interrupted.
+   */
+  private controlStop(res: ServerResponse, url: URL): void {
+    const force = url.searchParams.get('force');
+    if (force !== null && force !== '0' && force !== '1') {
+      sendJson(res, 400, { error: 'force must be 0 or 1' });
+      return;
+    }
+    const unfinished = this.engine.unfinished();
+    if (unfinished.length && force !== '1') {
+      sendJson(res, 409, {
+        error: `${unfinished.length} task(s) still queued or running; a stop would interrupt them`,
+        tasks: unfinished,
+      });
+      return;
+    }
+    sendJson(res, 202, { stopping: true, interrupted: unfinished });
+    setImmediate(() => void this.close());
+  }
+
+  /** The operator's view of every caller's tasks (rule: tasks-command): list, status, long-poll, result and cancel. */
   private async controlTasks(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const q = url.searchParams;
     const int = (name: string, fallback: number) => {
@@ -386,10 +404,13 @@ export class Hub {
     try {
       if (url.pathname === '/control/tasks' && req.method === 'GET') {
         const limit = Math.min(Math.max(1, int('limit', DEFAULT_CONTROL_LIST)), MAX_LIST_PAGE);
-        return sendJson(res, 200, this.engine.list(OPERATOR, q.get('cursor') ?? undefined, limit));
+        const order = q.get('order') ?? 'oldest';
+        if (order !== 'oldest' && order !== 'newest')
+          throw new EngineError('invalid', 'order must be oldest or newest');
+        return sendJson(res, 200, this.engine.list(OPERATOR, q.get('cursor') ?? undefined, limit, order));
       }
-      const m = /^\/control\/tasks\/([A-Za-z0-9_-]{1,64})(\/wait|\/cancel)?$/.exec(url.pathname);
-      if (!m && /^\/control\/tasks\/[^/]+(\/wait|\/cancel)?$/.test(url.pathname)) {
+      const m = /^\/control\/tasks\/([A-Za-z0-9_-]{1,64})(\/wait|\/cancel|\/result)?$/.exec(url.pathname);
+      if (!m && /^\/control\/tasks\/[^/]+(\/wait|\/cancel|\/result)?$/.test(url.pathname)) {
         return sendJson(res, 404, { error: 'no task with that id (ids look like t-XXXXXXXXXXXX)' });
       }
       if (!m) return sendJson(res, 404, { error: 'not found' });
@@ -404,6 +425,9 @@ export class Hub {
         res.once('close', () => gone.abort());
         const view = await this.engine.wait(OPERATOR, id, int('after', 0), int('timeoutMs', MAX_WAIT_MS), gone.signal);
         return sendJson(res, 200, view);
+      }
+      if (m[2] === '/result' && req.method === 'GET') {
+        return sendJson(res, 200, this.engine.result(OPERATOR, id, int('offset', 0)));
       }
       if (m[2] === '/cancel' && req.method === 'POST') return sendJson(res, 200, this.engine.cancel(OPERATOR, id));
       return sendJson(res, 405, { error: `method ${req.method} not allowed here` });

@@ -317,7 +317,7 @@ export class Downstreams {
       const why = cannotSpawn ? 'chrome-devtools-mcp could not be started' : 'chrome-devtools-mcp keeps exiting';
       this.opts.log.error(`${why}; not restarting it`);
       this.current = undefined;
-      this.failBacklog(`${why}; fix --browser_command / BATON_BROWSER_COMMAND and restart baton`);
+      this.failBacklog(`${why}; fix --browser-command / BATON_BROWSER_COMMAND and restart baton`);
       return;
     }
     // Same port: a held lease stays valid; the fresh process connects to the same leased browser.

@@ -35,13 +35,13 @@ export function parseCommandText(text: string, what: string): string[] {
 }
 
 /**
- * Resolution order (rule: leased-browser): --browser_command / BATON_BROWSER_COMMAND; the chrome-devtools-mcp package
+ * Resolution order (rule: leased-browser): --browser-command / BATON_BROWSER_COMMAND; the chrome-devtools-mcp package
  * resolvable from baton (run with this Node); baton's node_modules/.bin/chrome-devtools-mcp; `npx -y
  * chrome-devtools-mcp@latest`.
  */
 export function resolveDownstreamCommand(flag: string | undefined, env = process.env): DownstreamCommand {
   if (flag) {
-    const [file, ...args] = parseCommandText(flag, '--browser_command');
+    const [file, ...args] = parseCommandText(flag, '--browser-command');
     return { file: file!, args, source: 'flag' };
   }
   const fromEnv = env[BROWSER_COMMAND_ENV];

@@ -47,11 +47,11 @@ export function parseLeaseCommand(text: string): string[] {
     parsed = JSON.parse(text);
   } catch {
     throw new Error(
-      `--browser_lease_command must be a JSON argv array such as '["bin/box","--browser"]', got: ${text}`,
+      `--browser-lease-command must be a JSON argv array such as '["bin/box","--browser"]', got: ${text}`,
     );
   }
   if (!Array.isArray(parsed) || parsed.length === 0 || !parsed.every((a) => typeof a === 'string' && a.length > 0)) {
-    throw new Error('--browser_lease_command must be a non-empty JSON array of non-empty strings');
+    throw new Error('--browser-lease-command must be a non-empty JSON array of non-empty strings');
   }
   return parsed as string[];
 }

@@ -13,14 +13,33 @@ export const DEFAULT_IDLE_TIMEOUT_SECONDS = 600;
 const MAX_TIMEOUT_SECONDS = 7 * 24 * 3600;
 
 interface BrowserFlags {
-  browser_lease_command?: string;
-  browser_command?: string;
+  browserLeaseCommand?: string;
+  browserCommand?: string;
   viewport: string;
   appPort?: number;
-  browser_allowed_url_pattern: string[];
-  browser_idle_timeout: number;
-  browser_acquire_timeout: number;
+  browserAllowedUrlPattern: string[];
+  browserIdleTimeout: number;
+  browserAcquireTimeout: number;
   logLevel: string;
+}
+
+/**
+ * The snake_case spellings of earlier releases, kept as documented aliases of the kebab-case flags (rule:
+ * operator-cli): `--browser_lease_command x` and `--browser_lease_command=x` both still work.
+ */
+const SNAKE_ALIASES = [
+  'browser_lease_command',
+  'browser_command',
+  'browser_allowed_url_pattern',
+  'browser_idle_timeout',
+  'browser_acquire_timeout',
+];
+
+function kebabAliases(argv: readonly string[]): string[] {
+  return argv.map((arg) => {
+    const m = /^--([a-z_]+)(=.*)?$/s.exec(arg);
+    return m && SNAKE_ALIASES.includes(m[1]!) ? `--${m[1]!.replaceAll('_', '-')}${m[2] ?? ''}` : arg;
+  });
 }
 
 export async function run(argv: string[]): Promise<void> {
@@ -28,13 +47,13 @@ export async function run(argv: string[]): Promise<void> {
   const level: LogLevel = isLogLevel(flags.logLevel) ? flags.logLevel : 'info';
   const log = createLogger({ level, component: 'browser' });
   const proxy = new BrowserProxy({
-    leaseCommand: flags.browser_lease_command ? parseLeaseCommand(flags.browser_lease_command) : undefined,
-    downstream: resolveDownstreamCommand(flags.browser_command),
+    leaseCommand: flags.browserLeaseCommand ? parseLeaseCommand(flags.browserLeaseCommand) : undefined,
+    downstream: resolveDownstreamCommand(flags.browserCommand),
     viewport: flags.viewport,
     appPort: flags.appPort,
-    allowedUrlPatterns: flags.browser_allowed_url_pattern,
-    idleTimeoutMs: Math.round(flags.browser_idle_timeout * 1000),
-    acquireTimeoutMs: Math.round(flags.browser_acquire_timeout * 1000),
+    allowedUrlPatterns: flags.browserAllowedUrlPattern,
+    idleTimeoutMs: Math.round(flags.browserIdleTimeout * 1000),
+    acquireTimeoutMs: Math.round(flags.browserAcquireTimeout * 1000),
     sessionId: `baton-${process.pid}-${randomBytes(6).toString('hex')}`,
     input: process.stdin,
     output: process.stdout,
@@ -60,12 +79,12 @@ export async function run(argv: string[]): Promise<void> {
   process.exit(0);
 }
 
-function parseFlags(argv: string[]): BrowserFlags {
+function flagsCommand(): Command {
   const program = new Command('baton mcp --provider browser')
     .description('Proxy chrome-devtools-mcp to a remote Chrome leased through an operator-supplied helper.')
-    .option('--browser_lease_command <json>', 'lease helper argv as a JSON array, e.g. \'["bin/box","--browser"]\'')
+    .option('--browser-lease-command <json>', 'lease helper argv as a JSON array, e.g. \'["bin/box","--browser"]\'')
     .option(
-      '--browser_command <command>',
+      '--browser-command <command>',
       'chrome-devtools-mcp command (string or JSON argv); also BATON_BROWSER_COMMAND',
     )
     .option(
@@ -80,27 +99,41 @@ function parseFlags(argv: string[]): BrowserFlags {
       parsePort,
     )
     .option(
-      '--browser_allowed_url_pattern <pattern>',
+      '--browser-allowed-url-pattern <pattern>',
       'only allow these URL patterns in the browser (repeatable; passed as --allowedUrlPattern)',
       (value: string, previous: string[]) => [...previous, value],
       [] as string[],
     )
     .option(
-      '--browser_idle_timeout <seconds>',
+      '--browser-idle-timeout <seconds>',
       'release the lease after this much inactivity (0 = never)',
       parseSeconds,
       DEFAULT_IDLE_TIMEOUT_SECONDS,
     )
     .option(
-      '--browser_acquire_timeout <seconds>',
+      '--browser-acquire-timeout <seconds>',
       'bound on one acquire run of the lease helper',
       parseSeconds,
       DEFAULT_ACQUIRE_TIMEOUT_MS / 1000,
     )
     .option('--log-level <level>', 'debug, info, warn or error', 'info')
+    .addHelpText(
+      'after',
+      `\nThe snake_case spellings of earlier releases are accepted as aliases: ${SNAKE_ALIASES.map((a) => `--${a}`).join(', ')}.`,
+    )
     .exitOverride()
     .allowExcessArguments(false);
-  program.parse(argv, { from: 'user' });
+  return program;
+}
+
+/** The provider's flags as `--help` shows them; `baton mcp --help` lists every provider's. */
+export function help(): string {
+  return flagsCommand().helpInformation();
+}
+
+function parseFlags(argv: string[]): BrowserFlags {
+  const program = flagsCommand();
+  program.parse(kebabAliases(argv), { from: 'user' });
   return program.opts<BrowserFlags>();
 }
 

@@ -35,7 +35,7 @@ interface ClaudeProviderFlags {
   logLevel: LogLevel;
 }
 
-function parseFlags(argv: string[]): ClaudeProviderFlags {
+function flagsCommand(): Command {
   const program = new Command('baton mcp --provider claude')
     .exitOverride()
     .option(
@@ -53,6 +53,16 @@ function parseFlags(argv: string[]): ClaudeProviderFlags {
     .option('--claude-command <path>', 'the claude binary', process.env.BATON_CLAUDE_COMMAND || 'claude')
     .option('--state-dir <dir>', 'where the private Claude config dir lives (default: a temp dir removed at exit)')
     .option('--log-level <level>', 'debug, info, warn or error', logLevel, 'warn' as LogLevel);
+  return program;
+}
+
+/** The provider's flags as `--help` shows them; `baton mcp --help` lists every provider's. */
+export function help(): string {
+  return flagsCommand().helpInformation();
+}
+
+function parseFlags(argv: string[]): ClaudeProviderFlags {
+  const program = flagsCommand();
   program.parse(argv, { from: 'user' });
   return program.opts<ClaudeProviderFlags>();
 }

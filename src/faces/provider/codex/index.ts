@@ -66,7 +66,7 @@ export function normaliseFlagSpelling(argv: readonly string[]): string[] {
   });
 }
 
-export function parseFlags(argv: string[]): CodexProviderFlags {
+function flagsCommand(): Command {
   const seconds = (allowZero: boolean) => (value: string) => {
     const n = Number(value);
     if (!Number.isFinite(n) || n < 0 || (!allowZero && n === 0))
@@ -156,6 +156,16 @@ export function parseFlags(argv: string[]): CodexProviderFlags {
     )
     .option('--user-codex-home <dir>', "the user's Codex home (auth.json, Fast mode); default $CODEX_HOME or ~/.codex")
     .option('--log-level <level>', 'debug, info, warn or error', logLevel, 'warn' as LogLevel);
+  return program;
+}
+
+/** The provider's flags as `--help` shows them; `baton mcp --help` lists every provider's. */
+export function help(): string {
+  return flagsCommand().helpInformation();
+}
+
+export function parseFlags(argv: string[]): CodexProviderFlags {
+  const program = flagsCommand();
   program.parse(normaliseFlagSpelling(argv), { from: 'user' });
   return program.opts<CodexProviderFlags>();
 }

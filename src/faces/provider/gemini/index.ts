@@ -26,7 +26,7 @@ interface GeminiProviderFlags {
   logLevel: LogLevel;
 }
 
-function parseFlags(argv: string[]): GeminiProviderFlags {
+function flagsCommand(): Command {
   const program = new Command('baton mcp --provider gemini')
     .exitOverride()
     .option('--timeout <seconds>', 'bound of one gemini call', positiveSeconds, DEFAULT_GEMINI_TIMEOUT_S)
@@ -45,6 +45,16 @@ function parseFlags(argv: string[]): GeminiProviderFlags {
     )
     .option('--state-dir <dir>', 'where the private Gemini home lives (default: a temp dir removed at exit)')
     .option('--log-level <level>', 'debug, info, warn or error', logLevel, 'warn' as LogLevel);
+  return program;
+}
+
+/** The provider's flags as `--help` shows them; `baton mcp --help` lists every provider's. */
+export function help(): string {
+  return flagsCommand().helpInformation();
+}
+
+function parseFlags(argv: string[]): GeminiProviderFlags {
+  const program = flagsCommand();
   program.parse(argv, { from: 'user' });
   return program.opts<GeminiProviderFlags>();
 }
