@@ -82,10 +82,13 @@ export async function run(argv: string[]): Promise<void> {
 function flagsCommand(): Command {
   const program = new Command('baton mcp --provider browser')
     .description('Proxy chrome-devtools-mcp to a remote Chrome leased through an operator-supplied helper.')
-    .option('--browser-lease-command <json>', 'lease helper argv as a JSON array, e.g. \'["bin/box","--browser"]\'')
+    .option(
+      '--browser-lease-command <json>',
+      'lease helper argv as a JSON array, e.g. \'["bin/box","--browser"]\' (alias --browser_lease_command)',
+    )
     .option(
       '--browser-command <command>',
-      'chrome-devtools-mcp command (string or JSON argv); also BATON_BROWSER_COMMAND',
+      'chrome-devtools-mcp command (string or JSON argv); also BATON_BROWSER_COMMAND (alias --browser_command)',
     )
     .option(
       '--viewport <WxH>',
@@ -100,27 +103,23 @@ function flagsCommand(): Command {
     )
     .option(
       '--browser-allowed-url-pattern <pattern>',
-      'only allow these URL patterns in the browser (repeatable; passed as --allowedUrlPattern)',
+      'only allow these URL patterns in the browser (repeatable; passed as --allowedUrlPattern) (alias --browser_allowed_url_pattern)',
       (value: string, previous: string[]) => [...previous, value],
       [] as string[],
     )
     .option(
       '--browser-idle-timeout <seconds>',
-      'release the lease after this much inactivity (0 = never)',
+      'release the lease after this much inactivity (0 = never) (alias --browser_idle_timeout)',
       parseSeconds,
       DEFAULT_IDLE_TIMEOUT_SECONDS,
     )
     .option(
       '--browser-acquire-timeout <seconds>',
-      'bound on one acquire run of the lease helper',
+      'bound on one acquire run of the lease helper (alias --browser_acquire_timeout)',
       parseSeconds,
       DEFAULT_ACQUIRE_TIMEOUT_MS / 1000,
     )
     .option('--log-level <level>', 'debug, info, warn or error', 'info')
-    .addHelpText(
-      'after',
-      `\nThe snake_case spellings of earlier releases are accepted as aliases: ${SNAKE_ALIASES.map((a) => `--${a}`).join(', ')}.`,
-    )
     .exitOverride()
     .allowExcessArguments(false);
   return program;

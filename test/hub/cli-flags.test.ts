@@ -1,0 +1,117 @@
+// Flags of the real `baton` command (rule: operator-cli): `start` takes --port and --log-level like `serve`, bad values
+// are usage errors (exit 2), and `baton mcp --help` lists --provider, every provider and each one's flags, with the
+// browser's kebab-case flags and their documented snake_case aliases.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { promisify } from 'node:util';
+import { REPO_ROOT } from '../support/bins.ts';
+import { batonHome, CONTROL_TOKEN, isolatedEnv, writeHubConfig } from '../support/hub.ts';
+import { until } from '../support/poll.ts';
+import { tempDir } from '../support/tmp.ts';
+
+const BATON = join(REPO_ROOT, 'bin', 'baton.js');
+
+async function baton(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return promisify(execFile)(process.execPath, [BATON, ...args], { env, maxBuffer: 4 * 1024 * 1024 }).then(
+    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
+  );
+}
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address() as { port: number };
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+test('baton start --port --log-level: the daemon listens there at that level; bad values exit 2', async (t) => {
+  const dir = tempDir(t, 'baton-start-flags-');
+  const work = join(dir, 'work');
+  mkdirSync(work);
+  // The config says debug and some other port: the flags must win.
+  const config = writeHubConfig({ dir, roots: [work], agents: {}, port: await freePort() });
+  const env = isolatedEnv(dir);
+  for (const bad of [
+    ['--port', 'abc'],
+    ['--port', '70000'],
+    ['--log-level', 'loud'],
+  ]) {
+    const r = await baton(['--config', config, 'start', ...bad], env);
+    assert.equal(r.code, 2, `${bad.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, new RegExp(`${bad[0]} must be`));
+  }
+
+  const port = await freePort();
+  const started = await baton(['--config', config, 'start', '--port', String(port), '--log-level', 'warn'], env);
+  const control = (path: string, method = 'GET') =>
+    fetch(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${CONTROL_TOKEN}` } });
+  t.after(async () => {
+    await control('/control/stop?force=1', 'POST').catch(() => {});
+  });
+  assert.equal(started.code, 0, started.stderr);
+  assert.match(started.stdout, new RegExp(`started on http://127\\.0\\.0\\.1:${port} \\(pid \\d+\\)`));
+  const health = await control('/control/health');
+  assert.equal(health.status, 200);
+  const { pid } = (await health.json()) as { pid: number };
+  // At warn, the info line every start writes is not logged (the config alone would log it at debug).
+  const log = readFileSync(join(batonHome(dir), 'state', 'baton.log'), 'utf8');
+  assert.doesNotMatch(log, /hub listening/);
+
+  assert.equal((await control('/control/stop', 'POST')).status, 202);
+  const alive = () => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  await until(() => !alive(), { what: `the daemon (pid ${pid}) to exit` });
+});
+
+test('baton mcp --help lists --provider, every provider and its flags; the browser takes kebab-case and the old aliases', async (t) => {
+  const dir = tempDir(t, 'baton-mcp-help-');
+  const env = isolatedEnv(dir);
+  const help = await baton(['mcp', '--help'], env);
+  assert.equal(help.code, 0, help.stderr);
+  assert.match(help.stdout, /^Usage: baton mcp \[--provider <name>\]/);
+  assert.match(
+    help.stdout,
+    /--provider <name> +which provider to serve: browser, claude, codex, gemini \(default: codex\)/,
+  );
+  for (const [provider, flag] of [
+    ['browser', '--browser-lease-command <json>'],
+    ['claude', '--claude-command <path>'],
+    ['codex', '--codex-command <path>'],
+    ['gemini', '--gemini-command <command>'],
+  ]) {
+    const section = help.stdout.split(`--provider ${provider}:\n`)[1];
+    assert.ok(section, `a section for ${provider}`);
+    assert.ok(section.split('\n--provider ')[0]!.includes(flag!), `${provider} lists ${flag}`);
+  }
+  for (const snake of ['--browser_lease_command', '--browser_idle_timeout'])
+    assert.ok(help.stdout.includes(snake), `the alias ${snake} is documented`);
+  assert.doesNotMatch(help.stdout, /^\s+--browser_[a-z_]+ </m, 'no snake_case flag is listed as a flag');
+
+  const browser = await baton(['mcp', '--provider', 'browser', '--help'], env);
+  assert.equal(browser.code, 0, browser.stderr);
+  assert.match(browser.stdout, /--browser-idle-timeout <seconds>/);
+  assert.doesNotMatch(browser.stdout, /--codex-command/, 'with --provider, only that provider');
+
+  // A bad value through either spelling is the same usage error (exit 2), so the alias reaches the same option.
+  for (const flag of ['--browser-idle-timeout', '--browser_idle_timeout', '--browser_idle_timeout=']) {
+    const args = flag.endsWith('=') ? [`${flag}soon`] : [flag, 'soon'];
+    const r = await baton(['mcp', '--provider', 'browser', ...args], env);
+    assert.equal(r.code, 2, `${flag}: ${r.stderr}`);
+    assert.match(r.stderr, /option '--browser-idle-timeout <seconds>' argument 'soon' is invalid/);
+  }
+});
