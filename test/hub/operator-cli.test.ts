@@ -272,9 +272,25 @@ test('baton stop refuses while a task runs, --force names what it interrupted, a
   const dir = tempDir(t, 'baton-stop-');
   const work = join(dir, 'work');
   mkdirSync(work);
-  const hub = await startHub(t, { dir, roots: [work], agents: agents(dir) });
+  const ghost = join(dir, 'no-such-agent');
+  const withGhost = { ...agents(dir), ghost: { kind: 'acp', command: [ghost] } };
+  const hub = await startHub(t, { dir, roots: [work], agents: withGhost });
   const cli = cliConfigFor(dir, hub);
   const alice = await connectCaller(t, hub, 'alice');
+
+  // A missing binary reads the same in the hub's preflight and in the error of a task that tried it
+  // (rule: missing-binary; doctor's and the probes' wording is asserted in doctor.test.ts).
+  const notFound = `binary "${ghost}" not found; install it or set its path in the agent's config`;
+  await until(() => hub.output().includes(notFound), { what: 'the preflight row of the missing agent' });
+  const tried = await call<{ taskId: string }>(alice, 'agent_run', {
+    agent: 'ghost',
+    prompt: 'hello',
+    cwd: work,
+    idempotencyKey: 's0',
+  });
+  const triedEnd = await followToEnd(alice, tried.taskId);
+  assert.equal(triedEnd.state, 'failed');
+  assert.ok(String(triedEnd.last.error).includes(notFound), String(triedEnd.last.error));
   const { taskId } = await call<{ taskId: string }>(alice, 'agent_run', {
     agent: 'scripted',
     prompt: acpScript([{ stall: true }]),
@@ -301,7 +317,7 @@ test('baton stop refuses while a task runs, --force names what it interrupted, a
   await until(() => hub.group.child.exitCode !== null, { what: 'the hub to exit' });
 
   // After a restart the task is interrupted: tail exits 5.
-  const again = await startHub(t, { dir, roots: [work], agents: agents(dir) });
+  const again = await startHub(t, { dir, roots: [work], agents: withGhost });
   const cli2 = cliConfigFor(dir, again);
   const tailed = await baton(dir, cli2, ['tasks', 'tail', taskId]);
   assert.equal(tailed.code, 5, tailed.stdout + tailed.stderr);
