@@ -24,14 +24,14 @@ export function eventText(ev: TaskEvent): string {
       return `${str(ev.decision)}: ${str(ev.what)}`;
     case 'error':
       return str(ev.message);
-    case 'usage': {
+    default: {
+      // Kinds added later (streamed `message` text, …) show their text, or else their fields, without a change here.
+      if (ev.kind !== 'usage' && typeof ev.text === 'string') return str(ev.text);
       const { seq: _s, time: _t, round: _r, kind: _k, ...rest } = ev;
       return Object.entries(rest)
         .map(([k, v]) => `${k}=${str(typeof v === 'object' ? JSON.stringify(v) : v)}`)
         .join(' ');
     }
-    default:
-      return '';
   }
 }
 
