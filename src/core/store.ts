@@ -373,10 +373,13 @@ export class Store {
     promptChars: number,
   ): { task: TaskRow; order: number; promptStart: string }[] {
     const rows = this.stmt(
-      `SELECT ${TASK_COLUMNS}, list_order, p.start AS prompt_start FROM tasks
-       LEFT JOIN (SELECT task_id, substr(prompt, 1, ?) AS start FROM rounds WHERE n = 1) p ON p.task_id = tasks.id
+      // Newest first through the list_order index; the prompt start is read per row the scan reaches, so an unfiltered
+      // page reads about `limit` rows however many tasks there are.
+      `SELECT ${TASK_COLUMNS}, list_order,
+         (SELECT substr(prompt, 1, ?) FROM rounds r WHERE r.task_id = tasks.id AND r.n = 1) AS prompt_start
+       FROM tasks
        WHERE list_order < ? AND (? = '' OR instr(lower(id || ' ' || caller || ' ' || agent || ' ' || state || ' ' ||
-         cwd || ' ' || coalesce(p.start, '')), ?) > 0)
+         cwd || ' ' || coalesce(prompt_start, '')), ?) > 0)
        ORDER BY list_order DESC LIMIT ?`,
     ).all(promptChars, beforeOrder, filter, filter, limit) as Row[];
     return rows.map((r) => ({

@@ -99,9 +99,9 @@ export class Dashboard {
     const session = this.sessionOf(req);
     if (req.method === 'POST') {
       if (!session) return sendHtml(res, 401, loginPage());
-      const refusal = await this.refusePost(req, session, path);
-      if (refusal) return sendHtml(res, 403, page('Refused', html`<p id="error">${refusal}</p>`));
-      return this.action(req, res, path, session);
+      const form = await this.postedForm(req, session, path);
+      if (typeof form === 'string') return sendHtml(res, 403, page('Refused', html`<p id="error">${form}</p>`));
+      return this.action(res, path, session, form);
     }
     if (req.method !== 'GET') return sendHtml(res, 405, page('Not allowed', html`<p>Method not allowed.</p>`));
     if (!session) {
@@ -207,11 +207,10 @@ export class Dashboard {
   // ------------------------------------------------------------ actions (POST)
 
   /**
-   * Why a state-changing POST is refused, or null. It must come from a page of this very origin (the hub already
-   * refuses foreign origins; here a missing Origin is refused too) and carry the session's CSRF token. The body is
-   * read here and kept on the request for the action.
+   * The form of a state-changing POST, or why it is refused. It must come from a page of this very origin (the hub
+   * already refuses foreign origins; here a missing Origin is refused too) and carry the session's CSRF token.
    */
-  private async refusePost(req: IncomingMessage, session: Session, path: string): Promise<string | null> {
+  private async postedForm(req: IncomingMessage, session: Session, path: string): Promise<URLSearchParams | string> {
     if (req.headers.origin !== `http://${req.headers.host}`) return 'This form must be sent from the dashboard itself.';
     if (!isForm(req)) return 'Send the form as application/x-www-form-urlencoded.';
     const limit = path.endsWith('/continue') ? MAX_CONTINUE_BODY_BYTES : MAX_FORM_BODY_BYTES;
@@ -224,12 +223,10 @@ export class Dashboard {
       this.opts.logger.warn('dashboard form refused: wrong or missing CSRF token', { path });
       return 'This form is stale or was not sent by the dashboard; reload the page and try again.';
     }
-    forms.set(req, form);
-    return null;
+    return form;
   }
 
-  private action(req: IncomingMessage, res: ServerResponse, path: string, session: Session & { key: string }) {
-    const form = forms.get(req)!;
+  private action(res: ServerResponse, path: string, session: Session & { key: string }, form: URLSearchParams) {
     if (path === '/ui/logout') {
       this.sessions.delete(session.key);
       res.writeHead(303, {
@@ -399,9 +396,6 @@ export class Dashboard {
     }
   }
 }
-
-/** Forms read by refusePost, handed to the action that follows. */
-const forms = new WeakMap<IncomingMessage, URLSearchParams>();
 
 // ------------------------------------------------------------ rendering
 
