@@ -15,6 +15,7 @@ import { spawnGroup } from '../../src/lib/process-group.ts';
 import { REPO_ROOT } from '../support/bins.ts';
 import { CHROMIUM, HEADLESS_CHROMIUM_FLAGS } from '../support/chromium.ts';
 import {
+  batonHome,
   CONTROL_TOKEN,
   call,
   connectCaller,
@@ -23,6 +24,7 @@ import {
   startHub,
   TEST_CALLERS,
   waitForEvent,
+  writeHubConfig,
 } from '../support/hub.ts';
 import { until } from '../support/poll.ts';
 import { SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
@@ -220,6 +222,16 @@ async function launchChromium(t: { after: (fn: () => Promise<unknown>) => void }
   const cdp = await Cdp.connect(wsUrl);
   t.after(async () => cdp.close());
   return cdp;
+}
+
+/** Whether process `pid` still exists. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A prompt for the scripted agent; `note` is ignored by it and only there to be shown. */
@@ -471,12 +483,27 @@ test('baton ui: a one-time login link that works once, and never the token in a 
   const work = join(dir, 'work');
   mkdirSync(work);
   // A fixed port: `baton ui` finds the hub through the config, as a user's would.
-  const hub = await startHub(t, { dir, roots: [work], agents: {}, port: await pickFreeLoopbackPort() });
+  const port = await pickFreeLoopbackPort();
+  const configPath = writeHubConfig({ dir, roots: [work], agents: {}, port });
   const baton = (...args: string[]) =>
-    execFileSync(process.execPath, [join(REPO_ROOT, 'bin', 'baton.js'), '--config', hub.configPath, ...args], {
+    execFileSync(process.execPath, [join(REPO_ROOT, 'bin', 'baton.js'), '--config', configPath, ...args], {
       env: isolatedEnv(dir, { DISPLAY: '', WAYLAND_DISPLAY: '' }),
       encoding: 'utf8',
     });
+  const started = baton('start');
+  // Stopped by its pid, not by `baton stop`: the after hooks run in order, so the temp dir (and config) may be gone.
+  const pid = Number(/\(pid (\d+)\)/.exec(started)?.[1]);
+  t.after(async () => {
+    if (!alive(pid)) return;
+    process.kill(pid, 'SIGTERM');
+    await until(() => !alive(pid), { what: `the hub (pid ${pid}) to stop`, timeoutMs: 60_000 });
+  });
+  assert.match(started, /dashboard: http:\/\/127\.0\.0\.1:\d+\/ui \(log in with `baton ui`\)/, 'start prints /ui');
+  const hub = {
+    url: `http://127.0.0.1:${port}`,
+    stateDir: join(batonHome(dir), 'state'),
+    output: () => readFileSync(join(batonHome(dir), 'state', 'daemon.out'), 'utf8'),
+  };
   // No display: `baton ui` prints the link instead of trying to open a browser.
   const printed = baton('ui');
   const link = /^(http:\/\/127\.0\.0\.1:\d+\/ui\/link\/[A-Za-z0-9_-]+)$/m.exec(printed)?.[1];
