@@ -1,7 +1,9 @@
 // The dashboard's one escaping template (rule: dashboard): every interpolation is escaped unless it is a fragment the
-// template itself built; lists join; nothing-values vanish. The browser test covers the pages built with it.
+// template itself built; lists join; nothing-values vanish. And the event text every kind gets, known or not. The browser
+// test covers the pages built with them.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { eventText } from '../../src/faces/hub/ui/format.ts';
 import { html, SafeHtml, trusted } from '../../src/faces/hub/ui/html.ts';
 
 test('html escapes text in content and in quoted attributes', () => {
@@ -26,4 +28,12 @@ test('only html and trusted make markup: a look-alike object or a string is esca
   assert.equal(String(html`${fake}`), '&lt;b&gt;fake&lt;/b&gt;');
   assert.equal(String(html`${trusted('<b>ok</b>')}`), '<b>ok</b>');
   assert.ok(html`x` instanceof SafeHtml);
+});
+
+test('events of kinds added later render generically: their text, else their fields', () => {
+  const base = { seq: 7, time: '2026-12-03T10:00:00.000Z', round: 2 };
+  assert.equal(eventText({ ...base, kind: 'message', text: 'the answer <b>so far</b>' }), 'the answer <b>so far</b>');
+  assert.equal(eventText({ ...base, kind: 'future', bytes: 3, ok: true }), 'bytes=3 ok=true');
+  assert.equal(eventText({ ...base, kind: 'cancel_requested' }), '');
+  assert.equal(eventText({ ...base, kind: 'usage', text: 'x', tokens: 5 }), 'text=x tokens=5');
 });
