@@ -137,6 +137,7 @@ export function registerHubCommands(program: Command): void {
       });
       for (const line of preflightLines(hub.health().agents)) out(line);
       out(`baton hub listening on ${hub.url} (callers: ${Object.keys(cfg.callers).join(', ')})`);
+      out(`dashboard: ${hub.url}/ui (log in with \`baton ui\`)`);
       out(`config: ${cfg.path}`);
       out(`caller tokens: ${tokensFile}`);
       out(
@@ -186,6 +187,7 @@ export function registerHubCommands(program: Command): void {
         if (h) {
           for (const line of preflightLines((h.agents ?? []) as PreflightRow[])) out(line);
           out(`started on http://${cfg.listen.host}:${cfg.listen.port} (pid ${h.pid})`);
+          out(`dashboard: http://${cfg.listen.host}:${cfg.listen.port}/ui (log in with \`baton ui\`)`);
           return;
         }
         await new Promise((r) => setTimeout(r, 200));

@@ -7,6 +7,7 @@ import { registerHubCommands } from './hub.ts';
 import { registerProviderCommand } from './mcp.ts';
 import { registerStoreCommand } from './store.ts';
 import { registerTasksCommand } from './tasks.ts';
+import { registerUiCommand } from './ui.ts';
 
 // Every agent binary baton runs or reports — init's discovery, doctor, the hub's agents, the providers — is looked up
 // through this one PATH: the user's, plus the usual install places, minus baton's own node_modules/.bin (which npm
@@ -24,6 +25,7 @@ registerAttachCommand(program);
 registerTasksCommand(program);
 registerConnectCommand(program);
 registerStoreCommand(program);
+registerUiCommand(program);
 
 try {
   await program.parseAsync(process.argv);

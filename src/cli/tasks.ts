@@ -246,17 +246,9 @@ function printAnswerPage(taskId: string, r: ResultView): void {
     );
 }
 
-/** `HH:MM:SS±hh:mm r<round> <kind> <text>`. Kinds this CLI does not know are shown by their text or their fields. */
+/** `HH:MM:SS±hh:mm r<round> <kind> <text>`; kinds this CLI does not know show their text or fields (eventText). */
 function eventLine(ev: TaskEvent): string {
-  return `${localTime(ev.time, { date: false })} r${ev.round} ${ev.kind} ${eventText(ev) || genericText(ev)}`.trimEnd();
-}
-
-function genericText(ev: TaskEvent): string {
-  if (typeof ev.text === 'string') return stripTerminalControls(ev.text);
-  const { seq: _s, time: _t, round: _r, kind: _k, ...rest } = ev;
-  return Object.entries(rest)
-    .map(([k, v]) => `${k}=${stripTerminalControls(typeof v === 'string' ? v : JSON.stringify(v))}`)
-    .join(' ');
+  return `${localTime(ev.time, { date: false })} r${ev.round} ${ev.kind} ${eventText(ev)}`.trimEnd();
 }
 
 async function request<T>(cfg: HubConfig, method: string, path: string, timeoutMs?: number): Promise<T> {

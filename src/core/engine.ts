@@ -40,6 +40,14 @@ export const DEFAULT_LIST_PAGE = 20;
 export const MAX_LIST_PAGE = 100;
 /** How often the end of a round that could not be written (a full disk) is retried. */
 const FINISH_RETRY_MS = 1_000;
+/** How much of each task's first prompt the dashboard's list shows and filters on. */
+const OVERVIEW_PROMPT_CHARS = 200;
+
+/** The dashboard's list: the operator's task views, each with the start of its first prompt. */
+export interface OverviewView {
+  tasks: (TaskView & { promptStart: string })[];
+  nextCursor: string | null;
+}
 /**
  * Who reads or cancels a task: a caller name (MCP, sees only its own tasks) or `OPERATOR` (the control endpoint and
  * the dashboard, authenticated by the control token, see every caller's tasks with a `caller` field).
@@ -344,6 +352,32 @@ export class Engine {
   /** Every task with a round queued or running, oldest first, as the operator sees it (what a stop would interrupt). */
   unfinished(): TaskView[] {
     return this.store.tasksInStates(['queued', 'running']).map((t) => this.readerView(OPERATOR, t));
+  }
+
+  /**
+   * The dashboard's list (rule: dashboard): every caller's tasks, newest first, each with the start of its first prompt;
+   * `filter` keeps those whose id, caller, agent, state, cwd or prompt start contains it (any case). The cursor is the id
+   * of the last task of the previous page.
+   */
+  overview(filter: string, cursor: string | undefined, limit = DEFAULT_LIST_PAGE): OverviewView {
+    let beforeOrder = Number.MAX_SAFE_INTEGER;
+    if (cursor !== undefined) {
+      const order = this.store.listOrderOf(OPERATOR, cursor);
+      if (order === undefined) throw new InvalidArgumentError('cursor is not one this list returned; list again');
+      beforeOrder = order;
+    }
+    this.log.flushForRead();
+    const rows = this.store.overviewTasks(filter.toLowerCase(), beforeOrder, limit + 1, OVERVIEW_PROMPT_CHARS);
+    const page = rows.slice(0, limit);
+    return {
+      tasks: page.map((r) => ({ ...this.readerView(OPERATOR, r.task), promptStart: r.promptStart })),
+      nextCursor: rows.length > limit ? page[page.length - 1]!.task.id : null,
+    };
+  }
+
+  /** Each round's prompt for the operator, cut to `maxChars` code points, with its full length. */
+  prompts(taskId: string, maxChars: number): { n: number; text: string; chars: number }[] {
+    return this.store.roundPrompts(this.owned(OPERATOR, taskId).id, maxChars);
   }
 
   health(): { queueDepth: number; running: number; states: Record<string, number> } {

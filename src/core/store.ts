@@ -366,6 +366,43 @@ export class Store {
     return Number(r.list_order);
   }
 
+  /**
+   * The dashboard's list: every caller's tasks newest first, before list position `beforeOrder`, with the start of each
+   * task's first prompt; `filter` (lower case, may be empty) keeps tasks whose id, caller, agent, state, cwd or prompt
+   * start contains it. The operator's view only; the filter scans, which a page of a local dashboard can afford.
+   */
+  overviewTasks(
+    filter: string,
+    beforeOrder: number,
+    limit: number,
+    promptChars: number,
+  ): { task: TaskRow; order: number; promptStart: string }[] {
+    const rows = this.stmt(
+      // Newest first through the list_order index; the prompt start is read per row the scan reaches, so an unfiltered
+      // page reads about `limit` rows however many tasks there are.
+      `SELECT ${TASK_COLUMNS}, list_order,
+         (SELECT substr(prompt, 1, ?) FROM rounds r WHERE r.task_id = tasks.id AND r.n = 1) AS prompt_start
+       FROM tasks
+       WHERE list_order < ? AND (? = '' OR instr(lower(id || ' ' || caller || ' ' || agent || ' ' || state || ' ' ||
+         cwd || ' ' || coalesce(prompt_start, '')), ?) > 0)
+       ORDER BY list_order DESC LIMIT ?`,
+    ).all(promptChars, beforeOrder, filter, filter, limit) as Row[];
+    return rows.map((r) => ({
+      task: toTask(r),
+      order: Number(r.list_order),
+      promptStart: String(r.prompt_start ?? ''),
+    }));
+  }
+
+  /** Each round's prompt, cut to `maxChars`, with its full length in code points. */
+  roundPrompts(taskId: string, maxChars: number): { n: number; text: string; chars: number }[] {
+    return (
+      this.stmt(
+        'SELECT n, substr(prompt, 1, ?) AS text, length(prompt) AS chars FROM rounds WHERE task_id = ? ORDER BY n',
+      ).all(maxChars, taskId) as Row[]
+    ).map((r) => ({ n: Number(r.n), text: String(r.text), chars: Number(r.chars) }));
+  }
+
   /** The commentary tail (at most COMMENTARY_TAIL_BYTES) and how many code points were dropped before it. */
   getCommentary(id: string): { tail: string; dropped: number } {
     const r = this.stmt('SELECT commentary_dropped FROM tasks WHERE id = ?').get(id) as Row;

@@ -1,27 +1,38 @@
-// The dashboard (UX-2) in a REAL headless Chromium driven over the DevTools protocol (the `ws` package): login with the
-// control token, every caller's tasks, a task page whose live events arrive over SSE, the git snapshot of a round, and
-// no token or session id in any page, URL or log.
+// The dashboard (UX-2, issue 15) in a REAL headless Chromium driven over the DevTools protocol (the `ws` package),
+// against a real `baton serve` and the scripted ACP agent: login by form and by a one-time `baton ui` link (once only);
+// the list newest first, refreshing by itself, filtered; a task page showing its prompt, its answer and its git
+// snapshot, following state changes live without a reload; Cancel and Continue from the page, refused without the
+// session's CSRF token or from another origin; HTML in a prompt and an answer rendered inert; times in the viewer's
+// zone; and no token, session id or link code in any page, URL or log.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import WebSocket from 'ws';
+import { pickFreeLoopbackPort } from '../../src/lib/net.ts';
 import { spawnGroup } from '../../src/lib/process-group.ts';
+import { REPO_ROOT } from '../support/bins.ts';
 import { CHROMIUM, HEADLESS_CHROMIUM_FLAGS } from '../support/chromium.ts';
 import {
+  batonHome,
   CONTROL_TOKEN,
   call,
   connectCaller,
   followToEnd,
+  isolatedEnv,
   startHub,
   TEST_CALLERS,
   waitForEvent,
+  writeHubConfig,
 } from '../support/hub.ts';
+import { until } from '../support/poll.ts';
 import { SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 
 const CDP_TIMEOUT_MS = 30_000;
+/** How long a page may take to show what a test waits for (a round to run, the list to refresh) on a loaded machine. */
+const PAGE_WAIT_MS = 120_000;
 // biome-ignore lint/suspicious/noExplicitAny: DevTools protocol replies are untyped here (no protocol typings dependency)
 type CdpValue = any;
 
@@ -54,11 +65,16 @@ class Cdp {
     return new Cdp(ws);
   }
 
-  send(method: string, params: Record<string, unknown> = {}, sessionId?: string): Promise<CdpValue> {
+  send(
+    method: string,
+    params: Record<string, unknown> = {},
+    sessionId?: string,
+    timeoutMs = CDP_TIMEOUT_MS,
+  ): Promise<CdpValue> {
     const id = this.nextId++;
     this.ws.send(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }));
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${method} got no answer`)), CDP_TIMEOUT_MS);
+      const timer = setTimeout(() => reject(new Error(`${method} got no answer`)), timeoutMs);
       this.pending.set(id, {
         resolve: (v) => {
           clearTimeout(timer);
@@ -87,6 +103,17 @@ class Cdp {
     });
   }
 
+  /** A new tab, in a fresh browser context (its own cookie jar) unless `context` names one. */
+  async tab(context?: string): Promise<Tab> {
+    const browserContextId = context ?? (await this.send('Target.createBrowserContext')).browserContextId;
+    const { targetId } = await this.send('Target.createTarget', { url: 'about:blank', browserContextId });
+    const { sessionId } = await this.send('Target.attachToTarget', { targetId, flatten: true });
+    await this.send('Page.enable', {}, sessionId);
+    // A zone far from UTC, so times shown in the viewer's zone are told apart from UTC ones.
+    await this.send('Emulation.setTimezoneOverride', { timezoneId: 'Asia/Kolkata' }, sessionId);
+    return new Tab(this, sessionId, browserContextId);
+  }
+
   close(): void {
     this.ws.close();
   }
@@ -96,9 +123,11 @@ class Cdp {
 class Tab {
   readonly cdp: Cdp;
   readonly session: string;
-  constructor(cdp: Cdp, session: string) {
+  readonly context: string;
+  constructor(cdp: Cdp, session: string, context: string) {
     this.cdp = cdp;
     this.session = session;
+    this.context = context;
   }
 
   /** Runs `action` (which starts a navigation) and waits for the new page's load event. */
@@ -112,31 +141,61 @@ class Tab {
     return this.loading(() => this.cdp.send('Page.navigate', { url }, this.session));
   }
 
-  async eval<T = unknown>(expression: string): Promise<T> {
+  async eval<T = unknown>(expression: string, timeoutMs = CDP_TIMEOUT_MS): Promise<T> {
     const r = await this.cdp.send(
       'Runtime.evaluate',
       { expression, awaitPromise: true, returnByValue: true },
       this.session,
+      timeoutMs,
     );
     if (r.exceptionDetails) throw new Error(`page script failed: ${JSON.stringify(r.exceptionDetails)}`);
     return r.result.value as T;
+  }
+
+  /**
+   * Resolves with the value of `expression` once it is truthy, re-evaluated on every change of the page (no polling
+   * interval stands in for the change); fails naming `what` after PAGE_WAIT_MS.
+   */
+  waitFor<T = unknown>(expression: string, what: string): Promise<T> {
+    return this.eval<T>(
+      `new Promise((resolve, reject) => {
+        const probe = () => (${expression});
+        const first = probe();
+        if (first) return resolve(first);
+        const timer = setTimeout(() => { observer.disconnect(); reject(new Error(${JSON.stringify(`timed out waiting for ${what}`)})); }, ${PAGE_WAIT_MS});
+        const observer = new MutationObserver(() => {
+          const v = probe();
+          if (v) { observer.disconnect(); clearTimeout(timer); resolve(v); }
+        });
+        observer.observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
+      })`,
+      PAGE_WAIT_MS + 5_000,
+    );
   }
 
   /** Fills the login form and submits it like a user would. */
   login(token: string): Promise<void> {
     return this.loading(() =>
       this.eval(
-        `document.querySelector('input[name=token]').value = ${JSON.stringify(token)}; document.querySelector('form').requestSubmit();`,
+        `document.querySelector('input[name=token]').value = ${JSON.stringify(token)}; document.querySelector('form[action="/ui/login"]').requestSubmit();`,
       ),
     );
+  }
+
+  async cookies(): Promise<Array<CdpValue>> {
+    return (await this.cdp.send('Storage.getCookies', { browserContextId: this.context })).cookies;
   }
 
   html(): Promise<string> {
     return this.eval<string>('location.href + "\\n" + document.documentElement.outerHTML');
   }
+
+  text(selector: string): Promise<string> {
+    return this.eval<string>(`document.querySelector(${JSON.stringify(selector)})?.textContent ?? ''`);
+  }
 }
 
-async function launchChromium(t: { after: (fn: () => Promise<unknown>) => void }, dir: string): Promise<Tab> {
+async function launchChromium(t: { after: (fn: () => Promise<unknown>) => void }, dir: string): Promise<Cdp> {
   const profile = join(dir, 'chromium-profile');
   mkdirSync(profile);
   const group = spawnGroup(
@@ -162,13 +221,23 @@ async function launchChromium(t: { after: (fn: () => Promise<unknown>) => void }
   });
   const cdp = await Cdp.connect(wsUrl);
   t.after(async () => cdp.close());
-  const { targetId } = await cdp.send('Target.createTarget', { url: 'about:blank' });
-  const { sessionId } = await cdp.send('Target.attachToTarget', { targetId, flatten: true });
-  await cdp.send('Page.enable', {}, sessionId);
-  return new Tab(cdp, sessionId);
+  return cdp;
 }
 
-test('dashboard in headless Chromium: login, all callers, live SSE events, git snapshot, no secrets', async (t) => {
+/** Whether process `pid` still exists. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A prompt for the scripted agent; `note` is ignored by it and only there to be shown. */
+const script = (steps: unknown[], note = '') => JSON.stringify({ steps, note });
+
+test('dashboard in headless Chromium: login, list, prompt, answer, live state, git, cancel, continue, CSRF', async (t) => {
   const dir = tempDir(t, 'baton-ux-ui-');
   const work = join(dir, 'work');
   mkdirSync(work);
@@ -177,6 +246,8 @@ test('dashboard in headless Chromium: login, all callers, live SSE events, git s
   writeFileSync(join(work, 'README'), 'hello\n');
   git('add', 'README');
   git('-c', 'user.name=t', '-c', 'user.email=t@example.invalid', 'commit', '-q', '-m', 'init');
+  // Dirty before any round: while a round runs it must read as "dirty before", not as cleaned by the agent.
+  writeFileSync(join(work, 'notes-before.txt'), 'already here\n');
   const state = join(dir, 'agent-state');
   mkdirSync(state, { mode: 0o700 });
   const hub = await startHub(t, {
@@ -191,36 +262,45 @@ test('dashboard in headless Chromium: login, all callers, live SSE events, git s
       },
     },
   });
+  await until(() => /dashboard: http:\/\/127\.0\.0\.1:\d+\/ui \(log in with `baton ui`\)/.test(hub.output()), {
+    what: '`baton serve` to print the /ui URL',
+  });
   const bob = await connectCaller(t, hub, 'bob');
   const alice = await connectCaller(t, hub, 'alice');
   const other = await call<{ taskId: string }>(bob, 'agent_run', {
     agent: 'scripted',
-    prompt: JSON.stringify({ steps: [{ reply: 'bob was here' }] }),
+    prompt: script([{ reply: 'bob was here' }]),
     cwd: work,
     idempotencyKey: 'ui-bob',
   });
   assert.equal((await followToEnd(bob, other.taskId)).state, 'succeeded');
-  const run = await call<{ taskId: string }>(alice, 'agent_run', {
+  // A holds the work tree; B waits for it in the lock queue, so B's page sees queued → running → succeeded.
+  const a = await call<{ taskId: string }>(alice, 'agent_run', {
     agent: 'scripted',
-    prompt: JSON.stringify({
-      steps: [
-        { writeFile: { name: 'made-by-agent.txt', content: 'new\n' } },
-        { plan: [{ content: '<img id="xss" src="x">step', status: 'in_progress', priority: 'high' }] },
-        { stall: true },
-      ],
-    }),
+    prompt: script([
+      { writeFile: { name: 'made-by-agent.txt', content: 'new\n' } },
+      { plan: [{ content: '<img id="xss-event" src="x">step', status: 'in_progress', priority: 'high' }] },
+      { stall: true },
+    ]),
     cwd: work,
-    idempotencyKey: 'ui-alice',
+    idempotencyKey: 'ui-alice-a',
   });
-  await waitForEvent(alice, run.taskId, (e) => e.kind === 'status');
+  await waitForEvent(alice, a.taskId, (e) => e.kind === 'status');
+  const b = await call<{ taskId: string }>(alice, 'agent_run', {
+    agent: 'scripted',
+    prompt: script([{ reply: 'answer: <img id="xss-answer" src="x"><b>bold</b>' }], '<b id="xss-prompt">prompt</b>'),
+    cwd: work,
+    idempotencyKey: 'ui-alice-b',
+  });
 
   // Without a session: the login form only, whatever the path; no token in a URL; no foreign origin.
-  const anonymous = await fetch(`${hub.url}/ui/tasks/${run.taskId}`);
+  const anonymous = await fetch(`${hub.url}/ui/tasks/${a.taskId}`);
   assert.equal(anonymous.status, 401);
   const anonymousHtml = await anonymous.text();
   assert.match(anonymousHtml, /name="token"/);
-  assert.equal(anonymousHtml.includes(run.taskId), false);
-  assert.equal((await fetch(`${hub.url}/ui/tasks/${run.taskId}/events`)).status, 401);
+  assert.equal(anonymousHtml.includes(a.taskId), false);
+  assert.equal((await fetch(`${hub.url}/ui/tasks/${a.taskId}/events`)).status, 401);
+  assert.equal((await fetch(`${hub.url}/ui/rows`)).status, 401);
   assert.equal((await fetch(`${hub.url}/ui/login?token=${CONTROL_TOKEN}`)).status, 405, 'no login by URL');
   const foreign = await fetch(`${hub.url}/ui/login`, {
     method: 'POST',
@@ -231,72 +311,247 @@ test('dashboard in headless Chromium: login, all callers, live SSE events, git s
   assert.equal(foreign.status, 403);
   assert.equal(foreign.headers.get('set-cookie'), null);
 
-  const tab = await launchChromium(t, dir);
-  const cookies = async () => (await tab.cdp.send('Storage.getCookies')).cookies as Array<CdpValue>;
+  const cdp = await launchChromium(t, dir);
+  const tab = await cdp.tab();
   await tab.goto(`${hub.url}/ui`);
   await tab.login('not-the-control-token');
   assert.match(await tab.html(), /id="error"/);
-  assert.deepEqual(await cookies(), [], 'a wrong token gets no session');
-  await tab.goto(`${hub.url}/ui/tasks/${run.taskId}`);
+  assert.deepEqual(await tab.cookies(), [], 'a wrong token gets no session');
+  await tab.goto(`${hub.url}/ui/tasks/${a.taskId}`);
   assert.equal((await tab.html()).includes('made-by-agent'), false, 'a wrong token sees no task');
-  // A caller token is not the control token.
   await tab.login(TEST_CALLERS.alice);
-  assert.deepEqual(await cookies(), []);
+  assert.deepEqual(await tab.cookies(), [], 'a caller token is not the control token');
 
   await tab.goto(`${hub.url}/ui`);
   await tab.login(CONTROL_TOKEN);
-  const [cookie] = await cookies();
+  const [cookie] = await tab.cookies();
   assert.ok(cookie, 'logged in');
   assert.equal(cookie.httpOnly, true);
   assert.equal(cookie.sameSite, 'Strict');
   assert.equal(cookie.path, '/ui');
   assert.notEqual(cookie.value, CONTROL_TOKEN);
+
+  // The list: newest first, with project, agent, caller, state, age and the start of the prompt.
+  const rows = () =>
+    tab.eval<string[][]>(
+      `[...document.querySelectorAll('#tasks tbody tr')].map((tr) => [...tr.cells].map((c) => c.textContent.trim()))`,
+    );
   const list = await tab.html();
-  assert.match(list, new RegExp(`${run.taskId}</a></td><td>alice</td><td>scripted</td><td[^>]*>running`));
-  assert.match(list, new RegExp(`${other.taskId}</a></td><td>bob</td><td>scripted</td><td[^>]*>succeeded`));
+  assert.deepEqual(
+    (await rows()).map((r) => r[0]),
+    [b.taskId, a.taskId, other.taskId],
+  );
+  const [rowB, rowA, rowBob] = await rows();
+  assert.deepEqual(rowA!.slice(1, 5), ['work', 'scripted', 'alice', 'running']);
+  assert.deepEqual(rowB!.slice(1, 5), ['work', 'scripted', 'alice', 'queued']);
+  assert.deepEqual(rowBob!.slice(1, 5), ['work', 'scripted', 'bob', 'succeeded']);
+  assert.match(rowBob![5]!, /^\d+ (s|min)$/, 'age');
+  assert.match(rowBob![6]!, /bob was here/, 'prompt start');
+  assert.match(await tab.text('.offset'), /^UTC\+05:30$/, "the viewer's zone is named");
+  // It refreshes by itself: a task started now appears on top without a reload.
+  const marker = await tab.eval<number>('window.pageMarker = Math.random()');
+  const c = await call<{ taskId: string }>(bob, 'agent_run', {
+    agent: 'scripted',
+    prompt: script([{ reply: 'third' }], 'a fresh task'),
+    cwd: work,
+    idempotencyKey: 'ui-bob-c',
+  });
+  await tab.waitFor(
+    `document.querySelector('#tasks tbody tr')?.dataset.task === ${JSON.stringify(c.taskId)}`,
+    'the new task on top of the list',
+  );
+  assert.equal(await tab.eval('window.pageMarker'), marker, 'no reload');
+  assert.deepEqual(
+    (await rows()).map((r) => r[0]),
+    [c.taskId, b.taskId, a.taskId, other.taskId],
+  );
+  // The filter keeps what matches (here: the caller's name).
+  await tab.goto(`${hub.url}/ui?q=BOB`);
+  assert.deepEqual(
+    (await rows()).map((r) => r[0]),
+    [c.taskId, other.taskId],
+  );
 
-  await tab.goto(`${hub.url}/ui/tasks/${run.taskId}`);
-  const before = await tab.html();
-  assert.match(before, /<dd id="state">running<\/dd>/);
-  assert.match(before, /git before: main@[0-9a-f]{12}, 0 dirty/);
-  assert.equal(await tab.eval('document.getElementById("xss")'), null, 'agent text is escaped');
-  assert.match(before, /r1 status &lt;img id="xss" src="x"&gt;step/);
-  assert.equal(await tab.eval('document.querySelector("#events li[data-state=cancelled]")'), null);
+  // B's page while it waits: its prompt shown, the HTML in it inert, no answer yet.
+  const tabB = await cdp.tab(tab.context);
+  await tabB.goto(`${hub.url}/ui/tasks/${b.taskId}`);
+  assert.equal(await tabB.text('#fact-state'), 'queued');
+  assert.match(await tabB.text('#round-1 pre.prompt'), /<b id=\\"xss-prompt\\">prompt<\/b>/, 'the prompt, as text');
+  assert.equal(await tabB.eval('document.getElementById("xss-prompt")'), null, 'HTML in a prompt is inert');
+  assert.match(await tabB.text('#answer'), /No answer yet/);
+  assert.match(await tabB.text('#fact-created'), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\+05:30$/);
+  const bMarker = await tabB.eval<number>('window.pageMarker = Math.random()');
 
-  // The cancelled lifecycle event reaches the open page over SSE.
-  const arrived = tab.eval<{ live: string; text: string }>(`new Promise((resolve) => {
-    const list = document.getElementById('events');
-    const find = () => list.querySelector('li[data-kind="lifecycle"][data-state="cancelled"]');
-    const done = (li) => resolve({ live: li.dataset.live, text: li.textContent });
-    if (find()) return done(find());
-    new MutationObserver((_, observer) => {
-      if (find()) { observer.disconnect(); done(find()); }
-    }).observe(list, { childList: true });
-  })`);
-  await call(alice, 'agent_cancel', { taskId: run.taskId });
-  const live = await arrived;
-  assert.equal(live.live, '1', 'added by the SSE stream, not by the server render');
-  assert.match(live.text, /r1 lifecycle cancelled/);
-  assert.equal(await tab.eval('document.getElementById("state").textContent'), 'cancelled');
-  assert.equal((await followToEnd(alice, run.taskId)).state, 'cancelled');
+  // A's page while it runs: the before snapshot only, no per-file "clean"; the agent's event text inert.
+  await tab.goto(`${hub.url}/ui/tasks/${a.taskId}`);
+  assert.equal(await tab.text('#fact-state'), 'running');
+  const running = await tab.text('#round-1');
+  assert.match(running, /git before: main@[0-9a-f]{12}, 1 dirty/);
+  assert.match(running, /git after: not taken yet/);
+  assert.match(running, /dirty before the round \(1\)\s*\?\? notes-before\.txt/);
+  assert.equal(running.includes('clean'), false, 'nothing reads as cleaned while the round runs');
+  assert.equal(await tab.eval('document.querySelector("#round-1 table.changes")'), null);
+  assert.equal(await tab.eval('document.getElementById("xss-event")'), null, 'agent text is escaped');
+  assert.match(await tab.text('#events'), /r1 status <img id="xss-event" src="x">step/);
 
-  // After the round: the git snapshot shows what the round changed.
-  await tab.goto(`${hub.url}/ui/tasks/${run.taskId}`);
-  const after = await tab.html();
-  assert.match(after, /git after: main@[0-9a-f]{12}, 1 dirty/);
-  assert.match(after, /<tr><td>made-by-agent\.txt<\/td><td>clean<\/td><td>untracked \(\?\?\)<\/td><\/tr>/);
-  assert.match(after, /the task has ended/);
+  // CSRF: the session cookie alone does not cancel, nor does a form from another origin.
+  const sessionCookie = `baton_ui=${cookie.value}`;
+  const post = (path: string, body: string, headers: Record<string, string> = {}) =>
+    fetch(`${hub.url}${path}`, {
+      method: 'POST',
+      headers: { cookie: sessionCookie, 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      body,
+      redirect: 'manual',
+    });
+  const csrf = await tab.eval<string>('document.querySelector("#controls input[name=csrf]").value');
+  assert.equal((await post(`/ui/tasks/${a.taskId}/cancel`, '', { origin: hub.url })).status, 403, 'no CSRF token');
+  assert.equal(
+    (await post(`/ui/tasks/${a.taskId}/cancel`, 'csrf=wrong', { origin: hub.url })).status,
+    403,
+    'wrong CSRF token',
+  );
+  assert.equal((await post(`/ui/tasks/${a.taskId}/cancel`, `csrf=${csrf}`)).status, 403, 'no Origin');
+  assert.equal(
+    (await post(`/ui/tasks/${a.taskId}/cancel`, `csrf=${csrf}`, { origin: 'http://evil.example' })).status,
+    403,
+    'foreign Origin',
+  );
+  assert.equal(await tab.text('#fact-state'), 'running', 'none of those cancelled');
 
-  // UX-3: the daemon's log is JSON lines with time, level and message; logins are recorded without the token.
-  const logLines = readFileSync(join(hub.stateDir, 'baton.log'), 'utf8')
+  // Cancel from the page: an operator cancel, and the page follows to the after snapshot without a reload.
+  await tab.loading(() => tab.eval('document.getElementById("cancel").click()'));
+  const aMarker = await tab.eval<number>('window.pageMarker = Math.random()');
+  await tab.waitFor(`document.getElementById('fact-state')?.textContent === 'cancelled'`, 'A cancelled on its page');
+  await tab.waitFor(`document.querySelector('#round-1 table.changes')`, 'the after snapshot on A’s page');
+  assert.equal(await tab.eval('window.pageMarker'), aMarker, 'no reload');
+  const ended = await tab.text('#round-1');
+  assert.match(ended, /git after: main@[0-9a-f]{12}, 2 dirty/);
+  assert.match(await tab.html(), /<tr><td>made-by-agent\.txt<\/td><td>clean<\/td><td>untracked \(\?\?\)<\/td><\/tr>/);
+  assert.doesNotMatch(await tab.html(), /<td>notes-before\.txt<\/td>/, 'an unchanged dirty file is not a change');
+  assert.match(await tab.text('#fact-error'), /cancelled by the operator/);
+  assert.equal((await followToEnd(alice, a.taskId)).last.error, 'cancelled by the operator');
+
+  // B's open page follows it through running to succeeded, with its answer, all without a reload.
+  await tabB.waitFor(`document.getElementById('fact-state')?.textContent === 'succeeded'`, 'B succeeded on its page');
+  await tabB.waitFor(`document.querySelector('#answer pre.answer')`, 'B’s answer on its page');
+  assert.equal(await tabB.eval('window.pageMarker'), bMarker, 'no reload');
+  assert.equal(
+    await tabB.text('#round-1 .round-facts .state-succeeded'),
+    'succeeded',
+    'the round, not only the header',
+  );
+  assert.match(await tabB.text('#answer pre.answer'), /answer: <img id="xss-answer" src="x"><b>bold<\/b>/);
+  assert.equal(await tabB.eval('document.getElementById("xss-answer")'), null, 'HTML in an answer is inert');
+  assert.equal(await tabB.eval('document.querySelector("#answer b")'), null);
+  const states = await tabB.eval<string[]>(
+    `[...document.querySelectorAll('#events li[data-kind="lifecycle"]')].map((li) => li.dataset.state)`,
+  );
+  assert.deepEqual(states, ['queued', 'running', 'succeeded']);
+  await tabB.waitFor(`document.getElementById('stream').textContent.includes('ended')`, 'the stream to end');
+
+  // Continue from the page: the prompt box appeared live; a second round runs as B's caller's.
+  await tabB.loading(() =>
+    tabB.eval(
+      `document.getElementById('prompt').value = ${JSON.stringify(script([{ reply: 'round two' }]))}; document.getElementById('continue').click();`,
+    ),
+  );
+  await tabB.waitFor(`document.querySelector('#round-2 .state-succeeded')`, 'round 2 succeeded on the page');
+  assert.match(await tabB.text('#answer pre.answer'), /^round two$/);
+  const afterContinue = await followToEnd(alice, b.taskId);
+  assert.equal(afterContinue.state, 'succeeded');
+  assert.equal(afterContinue.last.round, 2);
+
+  const logText = readFileSync(join(hub.stateDir, 'baton.log'), 'utf8');
+  const logLines = logText
     .trim()
     .split('\n')
     .map((l) => JSON.parse(l));
   for (const l of logLines) assert.ok(l.time && l.level && l.msg, JSON.stringify(l));
   assert.equal(logLines.filter((l) => l.msg === 'dashboard login refused' && l.level === 'warn').length, 2);
   assert.equal(logLines.filter((l) => l.msg === 'dashboard login' && l.level === 'info').length, 1);
+  assert.equal(logLines.filter((l) => l.msg === 'dashboard cancel' && l.taskId === a.taskId).length, 1);
 
-  const secrets = [CONTROL_TOKEN, cookie.value as string, ...Object.values(TEST_CALLERS)];
-  const seen = [list, before, after, hub.output(), readFileSync(join(hub.stateDir, 'baton.log'), 'utf8')].join('\n');
-  for (const s of secrets) assert.equal(seen.includes(s), false, 'no token or session id in pages, URLs or logs');
+  const seen = [list, await tab.html(), await tabB.html(), hub.output(), logText].join('\n');
+  for (const s of [CONTROL_TOKEN, cookie.value as string, ...Object.values(TEST_CALLERS)]) {
+    assert.equal(seen.includes(s), false, 'no token or session id in pages, URLs or logs');
+  }
+  assert.equal([hub.output(), logText].join('\n').includes(csrf), false, 'no CSRF token in logs');
+});
+
+test('baton ui: a one-time login link that works once, and never the token in a URL or log', async (t) => {
+  const dir = tempDir(t, 'baton-ux-ui-link-');
+  const work = join(dir, 'work');
+  mkdirSync(work);
+  // A fixed port: `baton ui` finds the hub through the config, as a user's would.
+  const port = await pickFreeLoopbackPort();
+  const configPath = writeHubConfig({ dir, roots: [work], agents: {}, port });
+  const baton = (...args: string[]) =>
+    execFileSync(process.execPath, [join(REPO_ROOT, 'bin', 'baton.js'), '--config', configPath, ...args], {
+      env: isolatedEnv(dir, { DISPLAY: '', WAYLAND_DISPLAY: '' }),
+      encoding: 'utf8',
+    });
+  const started = baton('start');
+  // Stopped by its pid, not by `baton stop`: the after hooks run in order, so the temp dir (and config) may be gone.
+  const pid = Number(/\(pid (\d+)\)/.exec(started)?.[1]);
+  t.after(async () => {
+    if (!alive(pid)) return;
+    process.kill(pid, 'SIGTERM');
+    await until(() => !alive(pid), { what: `the hub (pid ${pid}) to stop`, timeoutMs: 60_000 });
+  });
+  assert.match(started, /dashboard: http:\/\/127\.0\.0\.1:\d+\/ui \(log in with `baton ui`\)/, 'start prints /ui');
+  const hub = {
+    url: `http://127.0.0.1:${port}`,
+    stateDir: join(batonHome(dir), 'state'),
+    output: () => readFileSync(join(batonHome(dir), 'state', 'daemon.out'), 'utf8'),
+  };
+  // No display: `baton ui` prints the link instead of trying to open a browser.
+  const printed = baton('ui');
+  const link = /^(http:\/\/127\.0\.0\.1:\d+\/ui\/link\/[A-Za-z0-9_-]+)$/m.exec(printed)?.[1];
+  assert.ok(link, printed);
+  assert.match(printed, /works once, for 5 minutes/);
+  assert.equal(printed.includes(CONTROL_TOKEN), false);
+  const code = link.split('/').pop()!;
+  assert.notEqual(code, CONTROL_TOKEN);
+
+  // Only the control token may ask for a link.
+  const refused = await fetch(`${hub.url}/ui/link`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TEST_CALLERS.alice}` },
+  });
+  assert.equal(refused.status, 401);
+
+  const cdp = await launchChromium(t, dir);
+  const first = await cdp.tab();
+  await first.goto(link);
+  assert.equal(await first.eval('location.pathname'), '/ui', 'the code is gone from the address bar');
+  assert.match(await first.html(), /Tasks \(all callers\)/, 'logged in by the link');
+  const [cookie] = await first.cookies();
+  assert.ok(cookie);
+  assert.equal(cookie.httpOnly, true);
+  assert.notEqual(cookie.value, code);
+
+  // A second browser (its own cookie jar) cannot use the same link again.
+  const second = await cdp.tab();
+  await second.goto(link);
+  assert.match(await second.text('#error'), /already used or has expired/);
+  assert.deepEqual(await second.cookies(), [], 'no session from a used link');
+  await second.goto(`${hub.url}/ui`);
+  assert.match(await second.html(), /name="token"/, 'still logged out');
+
+  // A second `baton ui` gives a different link, which works once too.
+  const again = /^(http:\/\/\S+\/ui\/link\/\S+)$/m.exec(baton('ui', '--print'))?.[1];
+  assert.ok(again && again !== link);
+  const third = await cdp.tab();
+  await third.goto(again);
+  assert.equal((await third.cookies()).length, 1);
+
+  const logText = readFileSync(join(hub.stateDir, 'baton.log'), 'utf8');
+  assert.equal(
+    logText.split('\n').filter((l) => l.includes('"dashboard login"') && l.includes('"via":"link"')).length,
+    2,
+  );
+  assert.match(logText, /dashboard login link refused/);
+  for (const secret of [code, again.split('/').pop()!, CONTROL_TOKEN, cookie.value as string]) {
+    assert.equal([logText, hub.output()].join('\n').includes(secret), false, 'no code, token or session in logs');
+  }
 });

@@ -24,21 +24,15 @@ export function eventText(ev: TaskEvent): string {
       return `${str(ev.decision)}: ${str(ev.what)}`;
     case 'error':
       return str(ev.message);
-    case 'usage': {
+    default: {
+      // Kinds added later (streamed `message` text, …) show their text, or else their fields, without a change here.
+      if (ev.kind !== 'usage' && typeof ev.text === 'string') return str(ev.text);
       const { seq: _s, time: _t, round: _r, kind: _k, ...rest } = ev;
       return Object.entries(rest)
         .map(([k, v]) => `${k}=${str(typeof v === 'object' ? JSON.stringify(v) : v)}`)
         .join(' ');
     }
-    default:
-      return '';
   }
-}
-
-/** `HH:MM:SS r<round> <kind> <text>`: one line for a terminal or a list item. */
-export function eventLine(ev: TaskEvent): string {
-  const time = typeof ev.time === 'string' ? ev.time.slice(11, 19) : '';
-  return `${time} r${ev.round} ${ev.kind} ${eventText(ev)}`.trimEnd();
 }
 
 export interface GitSnapshotView {
