@@ -27,6 +27,8 @@ export interface RoundOptions {
   onDeadline?(err: DeadlineExceededError): void;
   /** Every event other than `message` and `end`, in order (the answer text is collected by the round). */
   onEvent?(ev: RoundEvent): void;
+  /** Each piece of answer text as it streams in, once it is part of the answer (not after the cap was exceeded). */
+  onMessage?(text: string): void;
   /** Runs once the turn is over, however it ended (closing the session); a throw here counts only without an end. */
   close?(): Promise<void>;
   /** Checked before each event: true stops reading (the caller already settled the round by other means). */
@@ -117,7 +119,10 @@ export async function runRound(opts: RoundOptions): Promise<RoundResult> {
         if (bytes > maxBytes) {
           text = '';
           stopWith('too_large', new Error('result too large'));
-        } else text += ev.text;
+        } else {
+          text += ev.text;
+          opts.onMessage?.(ev.text);
+        }
         continue;
       }
       opts.onEvent?.(ev);
