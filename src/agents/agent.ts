@@ -93,6 +93,11 @@ export type AgentEvent =
   | { kind: 'usage'; inputTokens?: number; outputTokens?: number; costUsd?: number }
   /** Text of the turn's final answer; several events are concatenated in order. */
   | { kind: 'message'; text: string }
+  /**
+   * Answer text as it streams, from an adapter that sends the answer itself as `message` only at the end (issue 15):
+   * shown live, never part of the result. Once a turn sent one, its `message` text is no longer shown live.
+   */
+  | { kind: 'preview'; text: string }
   | { kind: 'error'; message: string }
   | { kind: 'end'; outcome: 'succeeded' | 'failed' | 'cancelled'; error?: string; acknowledged?: boolean };
 

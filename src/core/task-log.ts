@@ -234,10 +234,13 @@ export class TaskLog {
     if (cut <= 0) return;
     const text = redact(stripTerminalControls(live.held.slice(0, cut)));
     live.held = live.held.slice(cut);
-    for (const piece of splitCodePoints(text, MESSAGE_EVENT_CODE_POINTS)) {
+    const pieces = splitCodePoints(text, MESSAGE_EVENT_CODE_POINTS);
+    for (const [i, piece] of pieces.entries()) {
       const room = MESSAGE_ROUND_CODE_POINTS - live.written;
       const points = countCodePoints(piece);
-      if (points <= room) {
+      // Exactly filling the cap with text still to come counts as reaching it: that event carries the mark.
+      const more = i < pieces.length - 1 || live.held !== '';
+      if (points < room || (points === room && !more)) {
         live.written += points;
         this.enqueue({ taskId, event: { time: now(), round: live.round, kind: 'message', text: piece } });
         continue;

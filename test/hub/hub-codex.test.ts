@@ -43,6 +43,7 @@ test('hub + codex: run, follow, result, continue in the same thread, cancel, lis
 
   const tools = await alice.listTools();
   assert.deepEqual(tools.tools.map((x) => x.name).sort(), [
+    'agent_agents',
     'agent_cancel',
     'agent_continue',
     'agent_list',
@@ -68,6 +69,14 @@ test('hub + codex: run, follow, result, continue in the same thread, cancel, lis
     first.events.filter((e) => e.kind === 'lifecycle').map((e) => e.state),
     ['queued', 'running', 'succeeded'],
   );
+  // Issue 15: the answer's deltas are live `message` events; the commentary is not among them.
+  assert.equal(
+    first.events
+      .filter((e) => e.kind === 'message')
+      .map((e) => e.text)
+      .join(''),
+    'first answer',
+  );
   const result = await call<{ text: string; done: boolean }>(alice, 'agent_result', { taskId: run.taskId });
   assert.equal(result.text, 'first answer');
   assert.equal(result.done, true);
@@ -89,9 +98,15 @@ test('hub + codex: run, follow, result, continue in the same thread, cancel, lis
 
   const gate = new Gate();
   t.after(() => gate.open());
-  mock.push(stalledReply(gate));
+  // Two deltas, the model stalls after the first: its line is visible while the round runs.
+  mock.push(stalledReply(gate, 'live!\nxxxxx'));
   await call(alice, 'agent_continue', { taskId: run.taskId, prompt: 'take your time', idempotencyKey: 'c-2' });
   await mock.waitForTurn(2);
+  await waitForEvent(alice, run.taskId, (e) => e.kind === 'message' && e.text === 'live!\n');
+  const partial = await call<{ text: string; partial?: boolean; state: string }>(alice, 'agent_result', {
+    taskId: run.taskId,
+  });
+  assert.deepEqual([partial.state, partial.partial, partial.text], ['running', true, 'live!\n']);
   await assert.rejects(
     call(alice, 'agent_continue', { taskId: run.taskId, prompt: 'again', idempotencyKey: 'c-3' }),
     /wait for the round to finish/,
