@@ -94,7 +94,7 @@ export type AgentEvent =
   /** Text of the turn's final answer; several events are concatenated in order. */
   | { kind: 'message'; text: string }
   /**
-   * Answer text as it streams, from an adapter that sends the answer itself as `message` only at the end (issue 15):
+   * Answer text as it streams, from an adapter that sends the answer itself as `message` only at the end (rule: live-text):
    * shown live, never part of the result. Once a turn sent one, its `message` text is no longer shown live.
    */
   | { kind: 'preview'; text: string }

@@ -41,7 +41,7 @@ export const DEFAULT_EVENT_PAGE = 100;
 export const MAX_EVENT_PAGE = 500;
 export const DEFAULT_LIST_PAGE = 20;
 export const MAX_LIST_PAGE = 100;
-/** agent_wait watches at most this many tasks at once (issue 15). */
+/** agent_wait watches at most this many tasks at once (rule: hub-tools). */
 export const MAX_WAIT_TASKS = 16;
 /** What agent_agents reports of an agent is probed at most this often (probes spawn the agent's binary). */
 const AGENT_PROBE_TTL_MS = 60_000;
@@ -107,7 +107,7 @@ export interface RunInput {
   isolation?: Isolation;
   model?: string;
   effort?: string;
-  /** The caller's own hard deadline for the round, at most the operator's (issue 15). */
+  /** The caller's own hard deadline for the round, at most the operator's (rule: two-deadlines). */
   timeoutSeconds?: number;
 }
 
@@ -309,7 +309,7 @@ export class Engine {
   }
 
   /**
-   * Fan-in long-poll (issue 15): waits until any of `items` has events after its own cursor, or every one of them is
+   * Fan-in long-poll (rule: hub-tools): waits until any of `items` has events after its own cursor, or every one of them is
    * terminal, and says which are ready. Each task is checked like agent_wait's single form checks one (a task that is
    * not the reader's is not found); one page of events is returned for each ready task.
    */
@@ -358,7 +358,7 @@ export class Engine {
   }
 
   /**
-   * What this caller may reach (issue 15, rule: free-probes): each agent's kind, and — from a probe that spends no
+   * What this caller may reach (rules: hub-tools, free-probes): each agent's kind, and — from a probe that spends no
    * inference, reused for AGENT_PROBE_TTL_MS — whether it is installed, its version, login state, and the models and
    * efforts it offers where it says so. A missing binary is an entry with `available: false`, not an error.
    */
@@ -405,7 +405,7 @@ export class Engine {
     const round = this.store.roundSummary(task.id, task.rounds);
     const active = this.active.get(task.id);
     if (task.state === 'running' && active?.round === task.rounds) {
-      // The answer so far (issue 15), settled the way live `message` events are, so a credential still being
+      // The answer so far (rule: live-text), settled the way live `message` events are, so a credential still being
       // streamed never shows in part; redacted at read, like the final result is once at the end.
       const settled = active.text.slice(0, settledLength(active.text));
       return {
@@ -649,7 +649,7 @@ export class Engine {
 
   /**
    * The caller's hard deadline in ms, or undefined to keep the operator's. Above the operator's hard limit it is refused,
-   * not clamped (issue 15): a caller that asked for more than it can get should hear so before the work starts.
+   * not clamped (rule: two-deadlines): a caller that asked for more than it can get should hear so before the work starts.
    */
   private callerHardMs(timeoutSeconds: number | undefined): number | undefined {
     if (timeoutSeconds === undefined) return undefined;

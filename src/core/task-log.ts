@@ -22,7 +22,7 @@ const RETRY_FLUSH_MS = 1_000;
 const MAX_PENDING_EVENTS = 50_000;
 
 /**
- * Live answer text (issue 15): the round's streamed `message` text becomes `message` events of at most this many code
+ * Live answer text (rule: live-text): the round's streamed `message` text becomes `message` events of at most this many code
  * points each, and at most MESSAGE_ROUND_CODE_POINTS per round (the rest is only in the final result).
  */
 export const MESSAGE_EVENT_CODE_POINTS = 8_192;
@@ -202,7 +202,7 @@ export class TaskLog {
   }
 
   /**
-   * Queues streamed answer text of round `n` (issue 15). It is written as `message` events — coalesced over
+   * Queues streamed answer text of round `n` (rule: live-text). It is written as `message` events — coalesced over
    * MESSAGE_FLUSH_MS, terminal controls stripped, redacted, cut into events of MESSAGE_EVENT_CODE_POINTS and capped at
    * MESSAGE_ROUND_CODE_POINTS per round (the event that reaches the cap says `capped: true`); an unfinished line waits
    * for its end (see settledLength), and whatever is left is written when the round finishes.

@@ -57,7 +57,7 @@ export type ResultView =
       state: TaskRow['state'];
       round: number;
       available: true;
-      /** The round is still running: this is the answer so far (issue 15); the final result replaces it. */
+      /** The round is still running: this is the answer so far (rule: live-text); the final result replaces it. */
       partial?: true;
       error?: string;
       text: string;

@@ -32,7 +32,7 @@ export class Waiters {
   }
 
   /**
-   * Like wait(), for several keys: resolves true when any of them is woken (issue 15's fan-in agent_wait). The same
+   * Like wait(), for several keys: resolves true when any of them is woken (agent_wait over several tasks). The same
    * check-first rule applies.
    */
   waitAny(keys: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<boolean> {

@@ -53,7 +53,7 @@ export async function applySessionChoices(
   }
 }
 
-/** The models and efforts a session offers to choose, as agent_agents lists them (issue 15). */
+/** The models and efforts a session offers to choose, as agent_agents lists them (rule: hub-tools). */
 export function offeredChoices(setup: SessionSetup): { models?: string[]; efforts?: string[] } {
   const model = selectOption(setup, 'model');
   const effort = selectOption(setup, 'thought_level');

@@ -73,7 +73,7 @@ export function applyTurnNotification(active: ActiveTurn, method: string, p: Rec
       return;
     }
     case 'item/agentMessage/delta': {
-      // The answer as it streams (issue 15); the result is still the completed items' text (finalText).
+      // The answer as it streams (rule: live-text); the result is still the completed items' text (finalText).
       const { itemId, delta } = p as unknown as AgentMessageDeltaNotification;
       if (!active.previewItems.has(itemId) || !delta) return;
       // Answer items are joined by a blank line in the result; the preview separates them the same way.
