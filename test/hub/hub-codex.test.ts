@@ -54,6 +54,16 @@ test('hub + codex: run, follow, result, continue in the same thread, cancel, lis
   ]);
   assert.equal(tools.tools.find((x) => x.name === 'agent_run')!.inputSchema.additionalProperties, false);
 
+  // agent_agents asks the real Codex for its version, login and models (model/list) without a model call.
+  const { agents } = await call<{ agents: Array<Record<string, unknown>> }>(alice, 'agent_agents', {});
+  assert.equal(agents.length, 1);
+  const codex = agents[0]!;
+  assert.deepEqual([codex.name, codex.kind, codex.available, codex.login], ['codex', 'codex', true, 'missing']);
+  assert.match(String(codex.version), /^\d+\.\d+\.\d+/);
+  assert.ok(Array.isArray(codex.models) && codex.models.length > 0, `models in ${JSON.stringify(codex)}`);
+  assert.ok(Array.isArray(codex.efforts) && codex.efforts.includes('low'), `efforts in ${JSON.stringify(codex)}`);
+  assert.equal(mock.turns.length, 0, 'no inference was spent');
+
   mock.push(commentaryThenReply('reading the code', 'first answer'));
   const run = await call<{ taskId: string; state: string; agent: string }>(alice, 'agent_run', {
     prompt: 'remember the word pelican',
