@@ -400,7 +400,7 @@ export class Engine {
     return probe;
   }
 
-  result(caller: string, taskId: string, offset = 0): ResultView {
+  result(caller: Reader, taskId: string, offset = 0): ResultView {
     const task = this.owned(caller, taskId);
     const round = this.store.roundSummary(task.id, task.rounds);
     const active = this.active.get(task.id);
