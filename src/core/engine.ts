@@ -43,6 +43,8 @@ export const DEFAULT_LIST_PAGE = 20;
 export const MAX_LIST_PAGE = 100;
 /** agent_wait watches at most this many tasks at once (rule: hub-tools). */
 export const MAX_WAIT_TASKS = 16;
+/** Events per ready task in one agent_wait over several tasks: 16 full pages of message text would be megabytes. */
+const FAN_IN_EVENT_PAGE = 25;
 /** What agent_agents reports of an agent is probed at most this often (probes spawn the agent's binary). */
 const AGENT_PROBE_TTL_MS = 60_000;
 /** The task id under which probe process groups are recorded in the workers table (as the hub's preflight does). */
@@ -344,14 +346,14 @@ export class Engine {
       timedOut: readyIds.size === 0 && !tasks.every((t) => isTerminal(t.state)),
       tasks: tasks.map((task, i) => {
         const after = items[i]!.after ?? 0;
-        const events = readyIds.has(task.id) ? this.store.events(task.id, after, DEFAULT_EVENT_PAGE + 1) : [];
-        const page = events.slice(0, DEFAULT_EVENT_PAGE);
+        const events = readyIds.has(task.id) ? this.store.events(task.id, after, FAN_IN_EVENT_PAGE + 1) : [];
+        const page = events.slice(0, FAN_IN_EVENT_PAGE);
         return {
           ...this.readerView(caller, task),
           ready: readyIds.has(task.id),
           events: page,
           nextCursor: page.length ? page[page.length - 1]!.seq : after,
-          hasMore: events.length > DEFAULT_EVENT_PAGE,
+          hasMore: events.length > FAN_IN_EVENT_PAGE,
         };
       }),
     };
