@@ -22,6 +22,18 @@ export interface AgentProbe {
   login?: 'ok' | 'missing' | 'unknown';
   /** Human-readable reason when something is missing. */
   detail?: string;
+  /** Models a client may choose, where the agent lists them without spending inference (a `catalog` probe). */
+  models?: string[];
+  /** Reasoning efforts a client may choose, likewise. */
+  efforts?: string[];
+}
+
+export interface ProbeRequest {
+  /**
+   * Also list the models and efforts the agent offers (AgentProbe.models/efforts), where it can say so without
+   * spending inference; this may start the agent (an ACP session/new), so only agent_agents asks for it.
+   */
+  catalog?: boolean;
 }
 
 export interface OpenSessionOptions {
@@ -62,7 +74,7 @@ export interface Agent {
   /** "codex", "claude", "opencode", "gemini", "dsh", or a configured ACP agent's name. */
   readonly name: string;
   readonly kind: string;
-  probe(): Promise<AgentProbe>;
+  probe(request?: ProbeRequest): Promise<AgentProbe>;
   openSession(opts: OpenSessionOptions): Promise<AgentSession>;
 }
 
@@ -81,6 +93,11 @@ export type AgentEvent =
   | { kind: 'usage'; inputTokens?: number; outputTokens?: number; costUsd?: number }
   /** Text of the turn's final answer; several events are concatenated in order. */
   | { kind: 'message'; text: string }
+  /**
+   * Answer text as it streams, from an adapter that sends the answer itself as `message` only at the end (rule: live-text):
+   * shown live, never part of the result. Once a turn sent one, its `message` text is no longer shown live.
+   */
+  | { kind: 'preview'; text: string }
   | { kind: 'error'; message: string }
   | { kind: 'end'; outcome: 'succeeded' | 'failed' | 'cancelled'; error?: string; acknowledged?: boolean };
 

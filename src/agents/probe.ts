@@ -3,13 +3,13 @@
 // passes, so a hung `--version` cannot outlive the preflight.
 import { type ChildGroup, withGroupScope } from '../lib/process-group.ts';
 import { redactError } from '../lib/redact.ts';
-import type { Agent, AgentProbe } from './agent.ts';
+import type { Agent, AgentProbe, ProbeRequest } from './agent.ts';
 
 export const DEFAULT_PROBE_TIMEOUT_MS = 20_000;
 /** Grace between SIGTERM and SIGKILL for a probe's leftover group. */
 const PROBE_STOP_GRACE_MS = 1_000;
 
-export interface ProbeOptions {
+export interface ProbeOptions extends ProbeRequest {
   timeoutMs?: number;
   /** A probe process group started (the hub records it, so a start after a killed hub reaps it). */
   onGroup?(pgid: number): void;
@@ -29,7 +29,7 @@ export async function probeAgent(agent: Agent, opts: ProbeOptions = {}): Promise
           opts.onGroup?.(g.pgid);
         },
       },
-      () => agent.probe(),
+      () => agent.probe(opts.catalog ? { catalog: true } : undefined),
     );
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(

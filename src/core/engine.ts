@@ -6,20 +6,23 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { realpathSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import type { Agent, AgentSession, Sandbox } from '../agents/agent.ts';
+import type { Agent, AgentProbe, AgentSession, Sandbox } from '../agents/agent.ts';
+import { probeAgent } from '../agents/probe.ts';
 import type { Logger } from '../lib/log.ts';
 import { isWithin, realish } from '../lib/paths.ts';
 import { stopGroup } from '../lib/process-group.ts';
 import { redact, redactDeep, redactError } from '../lib/redact.ts';
 import { addWorktree, gitToplevel, snapshot } from './git.ts';
 import { type LockScope, WorkspaceLocks } from './locks.ts';
-import { RESULT_PAGE_CODE_POINTS } from './paging.ts';
+import { pageText, RESULT_PAGE_CODE_POINTS } from './paging.ts';
 import { leaderStartTime, recoverAfterCrash } from './recovery.ts';
 import { type EndEvent, runRound } from './round.ts';
 import { isDiskFull, type Store } from './store.ts';
 import { assertTransition, type Isolation, isTerminal, type TaskRow } from './task.ts';
-import { type RoundEnd, TaskLog } from './task-log.ts';
+import { type RoundEnd, settledLength, TaskLog } from './task-log.ts';
 import {
+  type AgentsView,
+  type FanInView,
   type ListView,
   type ResultView,
   roundView,
@@ -30,7 +33,7 @@ import {
 } from './views.ts';
 import { Waiters } from './waiters.ts';
 
-export type { ListView, ResultView, StatusView, TaskView, WaitView } from './views.ts';
+export type { AgentsView, FanInView, ListView, ResultView, StatusView, TaskView, WaitView } from './views.ts';
 
 /** agent_wait never blocks longer than this (rule: hub-tools). */
 export const MAX_WAIT_MS = 25_000;
@@ -38,6 +41,14 @@ export const DEFAULT_EVENT_PAGE = 100;
 export const MAX_EVENT_PAGE = 500;
 export const DEFAULT_LIST_PAGE = 20;
 export const MAX_LIST_PAGE = 100;
+/** agent_wait watches at most this many tasks at once (rule: hub-tools). */
+export const MAX_WAIT_TASKS = 16;
+/** Events per ready task in one agent_wait over several tasks: 16 full pages of message text would be megabytes. */
+const FAN_IN_EVENT_PAGE = 25;
+/** What agent_agents reports of an agent is probed at most this often (probes spawn the agent's binary). */
+const AGENT_PROBE_TTL_MS = 60_000;
+/** The task id under which probe process groups are recorded in the workers table (as the hub's preflight does). */
+const PROBE_WORKER = 'probe';
 /** How often the end of a round that could not be written (a full disk) is retried. */
 const FINISH_RETRY_MS = 1_000;
 /** How much of each task's first prompt the dashboard's list shows and filters on. */
@@ -96,6 +107,8 @@ export interface EngineOptions {
   hardTimeoutMs: number;
   /** How long a cancelled agent gets to stop by itself before its process group is stopped (rule: cancel-then-stop). */
   cancelGraceMs: number;
+  /** Deadline of one agent probe for agent_agents (the operator's `limits.probeTimeoutMs`). */
+  probeTimeoutMs?: number;
   sandbox?: Sandbox;
 }
 
@@ -107,6 +120,8 @@ export interface RunInput {
   isolation?: Isolation;
   model?: string;
   effort?: string;
+  /** The caller's own hard deadline for the round, at most the operator's (rule: two-deadlines). */
+  timeoutSeconds?: number;
 }
 
 interface ActiveRound {
@@ -117,6 +132,10 @@ interface ActiveRound {
   cancelledBy?: CancelOrigin;
   session?: AgentSession;
   done: Promise<void>;
+  /** The caller's hard deadline (ms) when it chose one shorter than the operator's. */
+  hardMs?: number;
+  /** The answer text streamed so far, for a partial agent_result (unredacted, like the round's own copy). */
+  text: string;
 }
 
 const now = () => new Date().toISOString();
@@ -132,6 +151,8 @@ export class Engine {
   /** Admissions take their lock queue positions one after another through this chain (see schedule). */
   private admissions: Promise<unknown> = Promise.resolve();
   private shuttingDown = false;
+  /** Recent agent probes for agent_agents, by agent name. */
+  private readonly probes = new Map<string, { at: number; probe: Promise<AgentProbe> }>();
 
   constructor(opts: EngineOptions) {
     this.opts = opts;
@@ -165,6 +186,7 @@ export class Engine {
     const agent = this.pickAgent(caller, input.agent);
     const cwd = this.authorisedCwd(input.cwd);
     const isolation = input.isolation ?? 'none';
+    const hardMs = this.callerHardMs(input.timeoutSeconds);
     const hash = payloadHash({
       op: 'run',
       agent,
@@ -173,6 +195,7 @@ export class Engine {
       isolation,
       model: input.model,
       effort: input.effort,
+      timeoutSeconds: input.timeoutSeconds,
     });
     const replay = this.replay(caller, input.idempotencyKey, hash);
     if (replay) return this.view(replay);
@@ -191,15 +214,24 @@ export class Engine {
       });
       const n = this.store.insertRound(id, input.prompt);
       this.store.putIdempotency(caller, input.idempotencyKey, { payloadHash: hash, taskId: id, round: n });
-      this.store.appendEvent(id, { time: now(), round: n, kind: 'lifecycle', state: 'queued' });
+      this.store.appendEvent(id, queuedEvent(n, input.timeoutSeconds));
     });
-    this.schedule(id, 1);
+    this.schedule(id, 1, hardMs);
     return this.view(this.mustGet(id));
   }
 
-  continue(caller: string, input: { taskId: string; prompt: string; idempotencyKey: string }): TaskView {
+  continue(
+    caller: string,
+    input: { taskId: string; prompt: string; idempotencyKey: string; timeoutSeconds?: number },
+  ): TaskView {
     const task = this.owned(caller, input.taskId);
-    const hash = payloadHash({ op: 'continue', taskId: task.id, prompt: input.prompt });
+    const hardMs = this.callerHardMs(input.timeoutSeconds);
+    const hash = payloadHash({
+      op: 'continue',
+      taskId: task.id,
+      prompt: input.prompt,
+      timeoutSeconds: input.timeoutSeconds,
+    });
     const replay = this.replay(caller, input.idempotencyKey, hash);
     if (replay) return this.view(replay);
     if (!isTerminal(task.state) || this.active.has(task.id)) {
@@ -219,10 +251,10 @@ export class Engine {
       n = this.store.insertRound(task.id, input.prompt);
       this.store.setTaskState(task.id, 'queued', now());
       this.store.putIdempotency(caller, input.idempotencyKey, { payloadHash: hash, taskId: task.id, round: n });
-      this.store.appendEvent(task.id, { time: now(), round: n, kind: 'lifecycle', state: 'queued' });
+      this.store.appendEvent(task.id, queuedEvent(n, input.timeoutSeconds));
     });
     this.waiters.wake(task.id);
-    this.schedule(task.id, n);
+    this.schedule(task.id, n, hardMs);
     return this.view(this.mustGet(task.id));
   }
 
@@ -300,9 +332,115 @@ export class Engine {
     };
   }
 
+  /**
+   * Fan-in long-poll (rule: hub-tools): waits until any of `items` has events after its own cursor, or every one of them is
+   * terminal, and says which are ready. Each task is checked like agent_wait's single form checks one (a task that is
+   * not the reader's is not found); one page of events is returned for each ready task.
+   */
+  async waitAny(
+    caller: Reader,
+    items: readonly { taskId: string; after?: number }[],
+    timeoutMs = MAX_WAIT_MS,
+    signal?: AbortSignal,
+  ): Promise<FanInView> {
+    if (items.length < 1 || items.length > MAX_WAIT_TASKS)
+      throw new InvalidArgumentError(`tasks: give between 1 and ${MAX_WAIT_TASKS} tasks`);
+    const seen = new Set<string>();
+    for (const { taskId } of items) {
+      if (seen.has(taskId)) throw new InvalidArgumentError(`tasks: task ${taskId} is listed twice`);
+      seen.add(taskId);
+    }
+    const bound = Math.min(Math.max(0, timeoutMs), MAX_WAIT_MS);
+    let tasks = items.map((i) => this.owned(caller, i.taskId));
+    const ready = () => tasks.filter((t, i) => t.lastSeq > (items[i]!.after ?? 0));
+    if (!ready().length && !tasks.every((t) => isTerminal(t.state))) {
+      await this.waiters.waitAny(
+        tasks.map((t) => t.id),
+        bound,
+        signal,
+      );
+      this.log.flushForRead();
+      tasks = tasks.map((t) => this.mustGet(t.id));
+    }
+    const readyIds = new Set(ready().map((t) => t.id));
+    return {
+      ready: [...readyIds],
+      timedOut: readyIds.size === 0 && !tasks.every((t) => isTerminal(t.state)),
+      tasks: tasks.map((task, i) => {
+        const after = items[i]!.after ?? 0;
+        const events = readyIds.has(task.id) ? this.store.events(task.id, after, FAN_IN_EVENT_PAGE + 1) : [];
+        const page = events.slice(0, FAN_IN_EVENT_PAGE);
+        return {
+          ...this.readerView(caller, task),
+          ready: readyIds.has(task.id),
+          events: page,
+          nextCursor: page.length ? page[page.length - 1]!.seq : after,
+          hasMore: events.length > FAN_IN_EVENT_PAGE,
+        };
+      }),
+    };
+  }
+
+  /**
+   * What this caller may reach (rules: hub-tools, free-probes): each agent's kind, and — from a probe that spends no
+   * inference, reused for AGENT_PROBE_TTL_MS — whether it is installed, its version, login state, and the models and
+   * efforts it offers where it says so. A missing binary is an entry with `available: false`, not an error.
+   */
+  async agentsOf(caller: string): Promise<AgentsView> {
+    const names = this.opts.reachable(caller);
+    const agents = await Promise.all(
+      names.map(async (name) => {
+        const agent = this.opts.agents.get(name);
+        if (!agent) return { name, kind: 'unknown', available: false, detail: 'not configured on this hub' };
+        const { binary: _binary, ...probe } = await this.probeOf(agent);
+        return probe;
+      }),
+    );
+    return { agents };
+  }
+
+  private probeOf(agent: Agent): Promise<AgentProbe> {
+    const cached = this.probes.get(agent.name);
+    if (cached && Date.now() - cached.at < AGENT_PROBE_TTL_MS) return cached.probe;
+    const probe = probeAgent(agent, {
+      catalog: true,
+      ...(this.opts.probeTimeoutMs ? { timeoutMs: this.opts.probeTimeoutMs } : {}),
+      // Recorded like workers: a hub killed mid-probe leaves them to the next start's recovery.
+      onGroup: (pgid) => {
+        try {
+          this.store.addWorker({ pgid, taskId: PROBE_WORKER, leaderStart: leaderStartTime(pgid) }, now());
+        } catch (err) {
+          this.opts.logger.warn('could not record a probe process group', { pgid, error: redactError(err) });
+        }
+      },
+      onGroupGone: (pgid) => {
+        try {
+          this.store.removeWorker(pgid);
+        } catch {}
+      },
+      // What an agent prints about itself is agent text: redacted once, here.
+    }).then((p) => redactDeep(p) as AgentProbe);
+    this.probes.set(agent.name, { at: Date.now(), probe });
+    return probe;
+  }
+
   result(caller: Reader, taskId: string, offset = 0): ResultView {
     const task = this.owned(caller, taskId);
     const round = this.store.roundSummary(task.id, task.rounds);
+    const active = this.active.get(task.id);
+    if (task.state === 'running' && active?.round === task.rounds) {
+      // The answer so far (rule: live-text), settled the way live `message` events are, so a credential still being
+      // streamed never shows in part; redacted at read, like the final result is once at the end.
+      const settled = active.text.slice(0, settledLength(active.text));
+      return {
+        taskId: task.id,
+        state: task.state,
+        round: task.rounds,
+        available: true,
+        partial: true,
+        ...pageText(redact(settled), offset, RESULT_PAGE_CODE_POINTS),
+      };
+    }
     if (!isTerminal(task.state) || !round) {
       return { taskId: task.id, state: task.state, round: task.rounds, available: false };
     }
@@ -396,9 +534,16 @@ export class Engine {
 
   // ---------------------------------------------------------------- execution
 
-  private schedule(taskId: string, round: number): void {
+  private schedule(taskId: string, round: number, hardMs?: number): void {
     const controller = new AbortController();
-    const entry: ActiveRound = { round, controller, cancelRequested: false, done: Promise.resolve() };
+    const entry: ActiveRound = {
+      round,
+      controller,
+      cancelRequested: false,
+      done: Promise.resolve(),
+      text: '',
+      ...(hardMs ? { hardMs } : {}),
+    };
     this.active.set(taskId, entry);
     // The lock queue position is taken in admission order (rule: workspace-locks); worktree-isolated tasks need no
     // lock. Resolving the repository scope spawns git, so it starts now and runs alongside other admissions' lookups,
@@ -457,7 +602,7 @@ export class Engine {
     };
     const r = await runRound({
       idleMs: this.opts.idleTimeoutMs,
-      hardMs: this.opts.hardTimeoutMs,
+      hardMs: entry.hardMs ?? this.opts.hardTimeoutMs,
       signal,
       start: async (roundSignal, touch) => {
         if (roundSignal.aborted) armForceStop();
@@ -480,6 +625,11 @@ export class Engine {
       },
       // Agent-supplied text is redacted once, here, before it is stored: every reader then sees the same safe copy.
       onEvent: (ev) => this.log.recordEvent(taskId, n, redactDeep(ev) as typeof ev),
+      // Streamed answer text: live `message` events (redacted when written) and the partial result.
+      onMessage: (text) => {
+        entry.text += text;
+        this.log.recordMessage(taskId, n, text);
+      },
       close: async () => {
         await this.closeSession(taskId, entry.session);
         clearTimeout(forceTimer);
@@ -557,6 +707,21 @@ export class Engine {
   }
 
   // ---------------------------------------------------------------- helpers
+
+  /**
+   * The caller's hard deadline in ms, or undefined to keep the operator's. Above the operator's hard limit it is refused,
+   * not clamped (rule: two-deadlines): a caller that asked for more than it can get should hear so before the work starts.
+   */
+  private callerHardMs(timeoutSeconds: number | undefined): number | undefined {
+    if (timeoutSeconds === undefined) return undefined;
+    const bound = this.opts.hardTimeoutMs;
+    if (bound > 0 && timeoutSeconds * 1000 > bound) {
+      throw new InvalidArgumentError(
+        `timeoutSeconds: ${timeoutSeconds} is above this hub's limit of ${Math.floor(bound / 1000)} s (the operator's limits.hardTimeoutMs); ask for at most that`,
+      );
+    }
+    return timeoutSeconds * 1000;
+  }
 
   private pickAgent(caller: string, requested: string | undefined): string {
     const reachable = this.opts.reachable(caller);
@@ -641,6 +806,17 @@ export class Engine {
   private view(task: TaskRow): TaskView {
     return taskView(this.store, task);
   }
+}
+
+/** The `queued` lifecycle event of round `n`, naming the caller's own timeout when it chose one. */
+function queuedEvent(n: number, timeoutSeconds: number | undefined) {
+  return {
+    time: now(),
+    round: n,
+    kind: 'lifecycle',
+    state: 'queued',
+    ...(timeoutSeconds !== undefined ? { timeoutSeconds } : {}),
+  };
 }
 
 function payloadHash(payload: Record<string, unknown>): string {

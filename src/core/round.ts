@@ -5,7 +5,7 @@ import { Deadline, type DeadlineExceededError } from './deadlines.ts';
 import { MAX_RESULT_BYTES } from './paging.ts';
 
 export type EndEvent = Extract<AgentEvent, { kind: 'end' }>;
-export type RoundEvent = Exclude<AgentEvent, { kind: 'end' | 'message' }>;
+export type RoundEvent = Exclude<AgentEvent, { kind: 'end' | 'message' | 'preview' }>;
 export type RoundState = 'succeeded' | 'failed' | 'cancelled';
 /** Why a round was stopped before the agent ended it by itself. */
 export type StopReason = 'cancel' | 'deadline' | 'too_large';
@@ -27,6 +27,11 @@ export interface RoundOptions {
   onDeadline?(err: DeadlineExceededError): void;
   /** Every event other than `message` and `end`, in order (the answer text is collected by the round). */
   onEvent?(ev: RoundEvent): void;
+  /**
+   * Live answer text as it streams in (not after the cap was exceeded): the turn's `preview` text once it sent any,
+   * else its `message` text.
+   */
+  onMessage?(text: string): void;
   /** Runs once the turn is over, however it ended (closing the session); a throw here counts only without an end. */
   close?(): Promise<void>;
   /** Checked before each event: true stops reading (the caller already settled the round by other means). */
@@ -100,6 +105,8 @@ export async function runRound(opts: RoundOptions): Promise<RoundResult> {
 
   let text = '';
   let bytes = 0;
+  let previewBytes = 0;
+  let previewed = false;
   let end: EndEvent | undefined;
   let thrown: unknown;
   try {
@@ -117,7 +124,17 @@ export async function runRound(opts: RoundOptions): Promise<RoundResult> {
         if (bytes > maxBytes) {
           text = '';
           stopWith('too_large', new Error('result too large'));
-        } else text += ev.text;
+        } else {
+          text += ev.text;
+          if (!previewed) opts.onMessage?.(ev.text);
+        }
+        continue;
+      }
+      if (ev.kind === 'preview') {
+        previewed = true;
+        // Bounded like the answer it previews.
+        previewBytes += Buffer.byteLength(ev.text);
+        if (previewBytes <= maxBytes) opts.onMessage?.(ev.text);
         continue;
       }
       opts.onEvent?.(ev);

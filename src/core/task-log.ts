@@ -3,8 +3,9 @@
 // lifecycle event). Every write wakes the task's long-poll waiters.
 import type { AgentEvent } from '../agents/agent.ts';
 import type { Logger } from '../lib/log.ts';
-import { redactError } from '../lib/redact.ts';
+import { redact, redactError } from '../lib/redact.ts';
 import { cutCodePoints, statusLine, stripTerminalControls } from '../lib/text.ts';
+import { countCodePoints, splitCodePoints } from './paging.ts';
 import { isDiskFull, type Store } from './store.ts';
 import { assertTransition, type TaskEvent } from './task.ts';
 import type { Waiters } from './waiters.ts';
@@ -19,6 +20,47 @@ const EVENT_FLUSH_MS = 5;
 const RETRY_FLUSH_MS = 1_000;
 /** Events queued at most while writes fail; beyond it they are dropped (and the drop logged). */
 const MAX_PENDING_EVENTS = 50_000;
+
+/**
+ * Live answer text (rule: live-text): the round's streamed `message` text becomes `message` events of at most this many code
+ * points each, and at most MESSAGE_ROUND_CODE_POINTS per round (the rest is only in the final result).
+ */
+export const MESSAGE_EVENT_CODE_POINTS = 8_192;
+export const MESSAGE_ROUND_CODE_POINTS = 131_072;
+/** Streamed text is written at most this often per hub (all tasks' text in one flush), not once per chunk. */
+const MESSAGE_FLUSH_MS = 200;
+/**
+ * A line still being written is held back up to this length, so a credential is redacted whole (every credential
+ * shape redact() knows lies on one line); a longer unfinished line is released but for its last REDACT_TAIL points.
+ */
+const HELD_LINE_CODE_POINTS = 2_048;
+const REDACT_TAIL_CODE_POINTS = 1_024;
+
+/**
+ * How much of streamed text can be shown before the rest arrives: up to its last newline, or (a long unfinished line)
+ * all but its last REDACT_TAIL_CODE_POINTS. Returns the UTF-16 index to cut at.
+ */
+export function settledLength(text: string): number {
+  const lastNewline = text.lastIndexOf('\n') + 1;
+  const line = text.length - lastNewline;
+  // A UTF-16 length bounds the code point count from above, so the exact count is needed only for long lines.
+  if (line <= HELD_LINE_CODE_POINTS || countCodePoints(text.slice(lastNewline)) <= HELD_LINE_CODE_POINTS)
+    return lastNewline;
+  let cut = text.length - REDACT_TAIL_CODE_POINTS;
+  // Never between the halves of a surrogate pair.
+  const c = text.charCodeAt(cut);
+  if (c >= 0xdc00 && c <= 0xdfff) cut--;
+  return cut;
+}
+
+/** Streamed answer text of a running round not yet written as events. */
+interface LiveText {
+  round: number;
+  held: string;
+  /** Code points written as `message` events so far this round. */
+  written: number;
+  capped: boolean;
+}
 
 const now = () => new Date().toISOString();
 
@@ -44,6 +86,8 @@ export class TaskLog {
   private timer: NodeJS.Timeout | undefined;
   private droppedWhileFailing = 0;
   private closed = false;
+  private readonly live = new Map<string, LiveText>();
+  private liveTimer: NodeJS.Timeout | undefined;
 
   constructor(store: Store, waiters: Waiters, logger: Logger) {
     this.store = store;
@@ -56,6 +100,9 @@ export class TaskLog {
   finishRound(taskId: string, n: number, end: RoundEnd, result?: string): void {
     const task = this.store.getTask(taskId);
     if (!task) throw new Error(`no task ${taskId}`);
+    // The round's last streamed text goes before its end, in the same write.
+    this.releaseLive(taskId, true);
+    this.live.delete(taskId);
     this.store.tx(() => {
       assertTransition(task.state, end.state);
       this.store.updateRound(taskId, n, {
@@ -149,11 +196,73 @@ export class TaskLog {
       default:
         return;
     }
+    // Text streamed before this event is shown before it (as far as it is settled).
+    this.releaseLive(taskId, false);
+    this.enqueue(queued);
+  }
+
+  /**
+   * Queues streamed answer text of round `n` (rule: live-text). It is written as `message` events — coalesced over
+   * MESSAGE_FLUSH_MS, terminal controls stripped, redacted, cut into events of MESSAGE_EVENT_CODE_POINTS and capped at
+   * MESSAGE_ROUND_CODE_POINTS per round (the event that reaches the cap says `capped: true`); an unfinished line waits
+   * for its end (see settledLength), and whatever is left is written when the round finishes.
+   */
+  recordMessage(taskId: string, n: number, text: string): void {
+    let live = this.live.get(taskId);
+    if (!live || live.round !== n) {
+      live = { round: n, held: '', written: 0, capped: false };
+      this.live.set(taskId, live);
+    }
+    if (live.capped || !text) return;
+    live.held += text;
+    if (this.closed) {
+      this.releaseLive(taskId, false);
+      this.flushForRead();
+    } else
+      this.liveTimer ??= setTimeout(() => {
+        this.liveTimer = undefined;
+        for (const id of this.live.keys()) this.releaseLive(id, false);
+        this.flushNow();
+      }, MESSAGE_FLUSH_MS);
+  }
+
+  /** Moves the settled part of a task's streamed text (all of it when `final`) into the queue as `message` events. */
+  private releaseLive(taskId: string, final: boolean): void {
+    const live = this.live.get(taskId);
+    if (!live || live.capped || !live.held) return;
+    const cut = final ? live.held.length : settledLength(live.held);
+    if (cut <= 0) return;
+    const text = redact(stripTerminalControls(live.held.slice(0, cut)));
+    live.held = live.held.slice(cut);
+    const pieces = splitCodePoints(text, MESSAGE_EVENT_CODE_POINTS);
+    for (const [i, piece] of pieces.entries()) {
+      const room = MESSAGE_ROUND_CODE_POINTS - live.written;
+      const points = countCodePoints(piece);
+      // Exactly filling the cap with text still to come counts as reaching it: that event carries the mark.
+      const more = i < pieces.length - 1 || live.held !== '';
+      if (points < room || (points === room && !more)) {
+        live.written += points;
+        this.enqueue({ taskId, event: { time: now(), round: live.round, kind: 'message', text: piece } });
+        continue;
+      }
+      // The cap: what fits, and a mark saying the rest of this round's answer is only in its result.
+      live.written += room;
+      live.capped = true;
+      live.held = '';
+      this.enqueue({
+        taskId,
+        event: { time: now(), round: live.round, kind: 'message', text: cutCodePoints(piece, room), capped: true },
+      });
+      return;
+    }
+  }
+
+  private enqueue(queued: Pending): void {
     if (this.pending.length >= MAX_PENDING_EVENTS) {
       // Only while writes keep failing (a full disk): memory stays bounded, and the loss is said once.
       if (this.droppedWhileFailing++ === 0)
         this.logger.error('events are being dropped: the store cannot write them', {
-          taskId,
+          taskId: queued.taskId,
           pending: this.pending.length,
         });
       return;
@@ -212,6 +321,9 @@ export class TaskLog {
     this.closed = true;
     clearTimeout(this.timer);
     this.timer = undefined;
+    clearTimeout(this.liveTimer);
+    this.liveTimer = undefined;
+    for (const id of this.live.keys()) this.releaseLive(id, false);
     this.flushForRead();
   }
 

@@ -1,5 +1,6 @@
 // What the engine shows of a task: the shapes callers, the control endpoint and the dashboard read, built from store
 // rows. Nothing here changes state.
+import type { AgentProbe } from '../agents/agent.ts';
 import type { Store } from './store.ts';
 import type { Isolation, RoundSummary, TaskEvent, TaskRow } from './task.ts';
 
@@ -33,6 +34,22 @@ export interface WaitView extends TaskView {
   timedOut: boolean;
 }
 
+/** agent_wait over several tasks: which have news, and each task's state with a page of its news. */
+export interface FanInView {
+  /** The ids of the tasks with events after their cursor, in the order they were given. */
+  ready: string[];
+  /** True when the wait ended without news and some task was still live. */
+  timedOut: boolean;
+  tasks: (TaskView & { ready: boolean; events: TaskEvent[]; nextCursor: number; hasMore: boolean })[];
+  [k: string]: unknown;
+}
+
+/** agent_agents: what a caller may reach, as probed without inference (no binary path: that is the operator's). */
+export interface AgentsView {
+  agents: (Omit<AgentProbe, 'binary'> | { name: string; kind: string; available: false; detail: string })[];
+  [k: string]: unknown;
+}
+
 export type ResultView =
   | { taskId: string; state: TaskRow['state']; round: number; available: false }
   | {
@@ -40,6 +57,8 @@ export type ResultView =
       state: TaskRow['state'];
       round: number;
       available: true;
+      /** The round is still running: this is the answer so far (rule: live-text); the final result replaces it. */
+      partial?: true;
       error?: string;
       text: string;
       offset: number;

@@ -31,6 +31,18 @@ export class Waiters {
     });
   }
 
+  /**
+   * Like wait(), for several keys: resolves true when any of them is woken (agent_wait over several tasks). The same
+   * check-first rule applies.
+   */
+  waitAny(keys: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+    if (keys.length === 1) return this.wait(keys[0]!, timeoutMs, signal);
+    const controller = new AbortController();
+    const stop = signal ? AbortSignal.any([signal, controller.signal]) : controller.signal;
+    // Each key gets its own waiter on a shared signal: the first to resolve stops the others.
+    return Promise.race(keys.map((k) => this.wait(k, timeoutMs, stop))).finally(() => controller.abort());
+  }
+
   wake(key: string): void {
     const set = this.waiting.get(key);
     if (!set) return;

@@ -422,7 +422,13 @@ describe('ACP adapter with the scripted test agent', () => {
     });
     // As `baton doctor` calls it: no arguments, resolves when a session could be opened and closed.
     const check = await h.agent.probeSession();
-    assert.deepEqual(check, { version: '9.8.7', loadSession: false });
+    // It also says which models and efforts the session offered (agent_agents lists them).
+    assert.deepEqual(check, {
+      version: '9.8.7',
+      loadSession: false,
+      models: ['alpha', 'beta'],
+      efforts: ['low', 'high'],
+    });
     const records = h.records();
     assert.ok(records.some((r) => r.event === 'session/new'));
     assert.ok(!records.some((r) => r.event === 'stalling' || r.event === 'permission'));

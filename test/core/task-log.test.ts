@@ -58,3 +58,50 @@ test('a write of the task flushes queued events first, so their order is kept', 
   assert.deepEqual(kinds, ['status', 'commentary', 'lifecycle']);
   assert.equal(store.getCommentary('t-1').tail, 'thinking');
 });
+
+// Issue 15: streamed answer text becomes `message` events, coalesced, redacted and bounded.
+const messages = (store: Store) =>
+  store.events('t-1', 0, 1_000).filter((e) => e.kind === 'message') as unknown as { text: string; capped?: true }[];
+
+test('streamed text is coalesced into message events, shown before a later event, and finished at the end', (t) => {
+  const { store, log } = setup(t);
+  for (let i = 0; i < 500; i++) log.recordMessage('t-1', 1, `line ${i}\n`);
+  log.recordMessage('t-1', 1, 'unfinished');
+  // A later event of the task puts the settled text before it; the unfinished line waits.
+  log.recordEvent('t-1', 1, { kind: 'status', text: 'after the text' });
+  log.flush();
+  const before = store.events('t-1', 0, 100).map((e) => e.kind);
+  assert.deepEqual(before, ['message', 'status'], '500 chunks became one event');
+  assert.equal(messages(store)[0]!.text.split('\n').length - 1, 500);
+  log.finishRound('t-1', 1, { state: 'failed' });
+  const all = messages(store);
+  assert.equal(all.at(-1)!.text, 'unfinished', 'the rest is written with the round’s end');
+  assert.deepEqual(
+    store.events('t-1', 0, 100).map((e) => e.kind),
+    ['message', 'status', 'message', 'lifecycle'],
+  );
+});
+
+test('message events are redacted whole, stripped of terminal controls, cut per event and capped per round', (t) => {
+  const { store, log } = setup(t);
+  log.recordMessage('t-1', 1, 'Authorization: Bearer abc123');
+  log.recordMessage('t-1', 1, 'def456\n\u001b[31mred\u001b[0m\n');
+  log.flush();
+  log.recordEvent('t-1', 1, { kind: 'status', text: 'x' });
+  log.flush();
+  assert.equal(messages(store)[0]!.text, 'Authorization: Bearer [redacted]\nred\n');
+
+  // 20 lines of 10,000 code points: 8,192 per event, 131,072 in the round (the 37 above included), the last marked.
+  for (let i = 0; i < 20; i++) log.recordMessage('t-1', 1, `${'é'.repeat(9_999)}\n`);
+  log.finishRound('t-1', 1, { state: 'failed' });
+  const big = messages(store).slice(1);
+  assert.equal(big.length, 16);
+  assert.deepEqual(
+    big.map((e) => Array.from(e.text).length),
+    [...Array(15).fill(8_192), 131_072 - 37 - 15 * 8_192],
+  );
+  assert.deepEqual(
+    big.map((e) => e.capped ?? false),
+    [...Array(15).fill(false), true],
+  );
+});

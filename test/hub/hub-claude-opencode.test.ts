@@ -56,9 +56,18 @@ test('hub + claude and opencode (HTTP): run, continue in the same session, cance
     cwd: oWork,
     idempotencyKey: 'o1',
   });
-  assert.equal((await followToEnd(alice, c.taskId)).state, 'succeeded');
+  const cDone = await followToEnd(alice, c.taskId);
+  assert.equal(cDone.state, 'succeeded');
   assert.equal(
     (await call<{ text: string }>(alice, 'agent_result', { taskId: c.taskId })).text,
+    'claude remembers kestrel',
+  );
+  // Claude's answer streams as message events (its partial-message text deltas).
+  assert.equal(
+    cDone.events
+      .filter((e) => e.kind === 'message')
+      .map((e) => e.text)
+      .join(''),
     'claude remembers kestrel',
   );
   assert.equal((await followToEnd(alice, o.taskId)).state, 'succeeded');
@@ -86,8 +95,8 @@ test('hub + claude and opencode (HTTP): run, continue in the same session, cance
     gc.open();
     go.open();
   });
-  anthropic.script.push({ kind: 'stall', gate: gc, text: 'thinking' });
-  chat.script.push({ type: 'stall', gate: go, before: ['thinking'] });
+  anthropic.script.push({ kind: 'stall', gate: gc, text: 'thinking\n' });
+  chat.script.push({ type: 'stall', gate: go, before: ['thinking\n'] });
   const claudeCalls = anthropic.messageRequests.length;
   const chatCalls = chat.mainCalls().length;
   await call(alice, 'agent_continue', { taskId: c.taskId, prompt: 'slow', idempotencyKey: 'c3' });
@@ -95,6 +104,13 @@ test('hub + claude and opencode (HTTP): run, continue in the same session, cance
   await anthropic.server.waitForRequest(() => anthropic.messageRequests.length > claudeCalls);
   await chat.server.waitForRequest(() => chat.mainCalls().length > chatCalls);
   await waitForEvent(alice, c.taskId, (e) => e.kind === 'lifecycle' && e.state === 'running');
+  // Both stream their answer (Claude's partial messages, OpenCode's message.part.delta): the line is visible while the
+  // model holds the rest back.
+  for (const taskId of [c.taskId, o.taskId]) {
+    await waitForEvent(alice, taskId, (e) => e.kind === 'message' && e.text === 'thinking\n');
+    const partial = await call<{ state: string; partial?: boolean; text: string }>(alice, 'agent_result', { taskId });
+    assert.deepEqual([partial.state, partial.partial, partial.text], ['running', true, 'thinking\n']);
+  }
   await call(alice, 'agent_cancel', { taskId: c.taskId });
   await call(alice, 'agent_cancel', { taskId: o.taskId });
   assert.equal((await followToEnd(alice, c.taskId)).state, 'cancelled');

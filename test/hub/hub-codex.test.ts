@@ -43,6 +43,7 @@ test('hub + codex: run, follow, result, continue in the same thread, cancel, lis
 
   const tools = await alice.listTools();
   assert.deepEqual(tools.tools.map((x) => x.name).sort(), [
+    'agent_agents',
     'agent_cancel',
     'agent_continue',
     'agent_list',
@@ -52,6 +53,16 @@ test('hub + codex: run, follow, result, continue in the same thread, cancel, lis
     'agent_wait',
   ]);
   assert.equal(tools.tools.find((x) => x.name === 'agent_run')!.inputSchema.additionalProperties, false);
+
+  // agent_agents asks the real Codex for its version, login and models (model/list) without a model call.
+  const { agents } = await call<{ agents: Array<Record<string, unknown>> }>(alice, 'agent_agents', {});
+  assert.equal(agents.length, 1);
+  const codex = agents[0]!;
+  assert.deepEqual([codex.name, codex.kind, codex.available, codex.login], ['codex', 'codex', true, 'missing']);
+  assert.match(String(codex.version), /^\d+\.\d+\.\d+/);
+  assert.ok(Array.isArray(codex.models) && codex.models.length > 0, `models in ${JSON.stringify(codex)}`);
+  assert.ok(Array.isArray(codex.efforts) && codex.efforts.includes('low'), `efforts in ${JSON.stringify(codex)}`);
+  assert.equal(mock.turns.length, 0, 'no inference was spent');
 
   mock.push(commentaryThenReply('reading the code', 'first answer'));
   const run = await call<{ taskId: string; state: string; agent: string }>(alice, 'agent_run', {
@@ -67,6 +78,14 @@ test('hub + codex: run, follow, result, continue in the same thread, cancel, lis
   assert.deepEqual(
     first.events.filter((e) => e.kind === 'lifecycle').map((e) => e.state),
     ['queued', 'running', 'succeeded'],
+  );
+  // Issue 15: the answer's deltas are live `message` events; the commentary is not among them.
+  assert.equal(
+    first.events
+      .filter((e) => e.kind === 'message')
+      .map((e) => e.text)
+      .join(''),
+    'first answer',
   );
   const result = await call<{ text: string; done: boolean }>(alice, 'agent_result', { taskId: run.taskId });
   assert.equal(result.text, 'first answer');
@@ -89,9 +108,15 @@ test('hub + codex: run, follow, result, continue in the same thread, cancel, lis
 
   const gate = new Gate();
   t.after(() => gate.open());
-  mock.push(stalledReply(gate));
+  // Two deltas, the model stalls after the first: its line is visible while the round runs.
+  mock.push(stalledReply(gate, 'live!\nxxxxx'));
   await call(alice, 'agent_continue', { taskId: run.taskId, prompt: 'take your time', idempotencyKey: 'c-2' });
   await mock.waitForTurn(2);
+  await waitForEvent(alice, run.taskId, (e) => e.kind === 'message' && e.text === 'live!\n');
+  const partial = await call<{ text: string; partial?: boolean; state: string }>(alice, 'agent_result', {
+    taskId: run.taskId,
+  });
+  assert.deepEqual([partial.state, partial.partial, partial.text], ['running', true, 'live!\n']);
   await assert.rejects(
     call(alice, 'agent_continue', { taskId: run.taskId, prompt: 'again', idempotencyKey: 'c-3' }),
     /wait for the round to finish/,

@@ -241,7 +241,7 @@ test('baton tasks: newest first, --limit/--all validated, local times, --json, t
   assert.equal(shown.rounds[0].state, 'succeeded');
   assert.deepEqual(
     shown.events.map((e: { kind: string; state?: string }) => e.state ?? e.kind).filter((s: string) => s !== 'session'),
-    ['queued', 'running', 'succeeded'],
+    ['queued', 'running', 'message', 'succeeded'],
   );
   const resultJson = JSON.parse((await run(['tasks', 'result', long, '--json'])).stdout);
   assert.equal(resultJson.total, 40_000);

@@ -146,3 +146,31 @@ test('abandoned() stops reading a turn the caller already settled', async () => 
   assert.deepEqual(seen, ['status']);
   assert.equal(r.state, 'failed', 'no end was read');
 });
+
+test('live text (issue 15): message text until a preview arrives, then only previews; the answer is the messages', async () => {
+  const live: string[] = [];
+  const plain = await runRound({
+    start: turn([
+      { kind: 'message', text: 'a' },
+      { kind: 'message', text: 'b' },
+      { kind: 'end', outcome: 'succeeded' },
+    ]),
+    onMessage: (text) => live.push(text),
+  });
+  assert.equal(plain.text, 'ab');
+  assert.deepEqual(live, ['a', 'b'], 'an agent that streams its answer as messages shows them live');
+
+  live.length = 0;
+  const previewed = await runRound({
+    start: turn([
+      { kind: 'preview', text: 'dra' },
+      { kind: 'preview', text: 'ft' },
+      { kind: 'message', text: 'final' },
+      { kind: 'end', outcome: 'succeeded' },
+    ]),
+    onMessage: (text) => live.push(text),
+    maxResultBytes: 4,
+  });
+  assert.deepEqual(live, ['dra'], 'previews are live text, bounded by the cap; the final message is not repeated');
+  assert.equal(previewed.state, 'failed', 'the answer itself is still capped');
+});

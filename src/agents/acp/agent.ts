@@ -5,11 +5,12 @@ import { binaryNotFound } from '../../lib/agent-path.ts';
 import { captureCommand } from '../../lib/capture.ts';
 import type { Logger } from '../../lib/log.ts';
 import { findVersion } from '../../lib/version.ts';
-import type { Agent, AgentContext, AgentProbe, OpenSessionOptions } from '../agent.ts';
+import type { Agent, AgentContext, AgentProbe, OpenSessionOptions, ProbeRequest } from '../agent.ts';
 import type { AcpConfig } from './config.ts';
 import { VERSION_FLAG_BINARIES } from './presets.ts';
 import { AcpProcess, agentEnvironment, resolveBinary } from './process.ts';
 import { AcpAgentSession } from './session.ts';
+import { offeredChoices } from './session-options.ts';
 
 const VERSION_PROBE_TIMEOUT_MS = 15_000;
 const VERSION_OUTPUT_MAX_CHARS = 4 * 1024;
@@ -18,6 +19,9 @@ export interface AcpSessionProbe {
   version?: string;
   /** Whether the agent can resume saved sessions (session/load). */
   loadSession: boolean;
+  /** What session/new offered to choose (only when a session was opened). */
+  models?: string[];
+  efforts?: string[];
 }
 
 export class AcpAgent implements Agent {
@@ -40,12 +44,38 @@ export class AcpAgent implements Agent {
    * Rule `free-probes`: binary and version without spending inference. Known CLIs answer `--version`; any other ACP
    * agent is started and asked `initialize` (its agentInfo.version), then stopped.
    */
-  async probe(): Promise<AgentProbe> {
+  async probe(request: ProbeRequest = {}): Promise<AgentProbe> {
     const base: AgentProbe = { name: this.name, kind: this.kind, available: false, login: 'unknown' };
     const command = this.config.command[0]!;
     const binary = resolveBinary(command, agentEnvironment(this.config.env));
     if (!binary) return { ...base, binary: command, detail: binaryNotFound(command) };
     let version = VERSION_FLAG_BINARIES.has(basename(command)) ? await this.versionFlag(binary) : undefined;
+    if (request.catalog) {
+      // The models and efforts are what session/new offers: a session is opened and closed, no prompt is sent.
+      try {
+        const probed = await this.probeSession(process.cwd());
+        version ??= probed.version;
+        return {
+          ...base,
+          available: true,
+          binary,
+          ...(version ? { version } : {}),
+          ...(probed.models ? { models: probed.models } : {}),
+          ...(probed.efforts ? { efforts: probed.efforts } : {}),
+        };
+      } catch (err) {
+        // Installed but no session (often a missing login): still reported, with what failed.
+        if (version)
+          return {
+            ...base,
+            available: true,
+            binary,
+            version,
+            detail: err instanceof Error ? err.message : String(err),
+          };
+        return { ...base, binary, detail: err instanceof Error ? err.message : String(err) };
+      }
+    }
     if (!version) {
       try {
         version = (await this.probeSession(process.cwd(), { withSession: false })).version;
@@ -75,6 +105,7 @@ export class AcpAgent implements Agent {
     });
     try {
       const init = proc.initializeResult;
+      let offered: { models?: string[]; efforts?: string[] } = {};
       if (opts.withSession !== false) {
         const created = await proc.startupStep(
           'session/new',
@@ -87,8 +118,13 @@ export class AcpAgent implements Agent {
             proc.agent.request(acp.methods.agent.session.close, { sessionId: created.sessionId }),
             opts.signal,
           );
+        offered = offeredChoices(created);
       }
-      return { version: init?.agentInfo?.version, loadSession: init?.agentCapabilities?.loadSession === true };
+      return {
+        version: init?.agentInfo?.version,
+        loadSession: init?.agentCapabilities?.loadSession === true,
+        ...offered,
+      };
     } finally {
       await proc.stop();
     }

@@ -53,6 +53,17 @@ export async function applySessionChoices(
   }
 }
 
+/** The models and efforts a session offers to choose, as agent_agents lists them (rule: hub-tools). */
+export function offeredChoices(setup: SessionSetup): { models?: string[]; efforts?: string[] } {
+  const model = selectOption(setup, 'model');
+  const effort = selectOption(setup, 'thought_level');
+  const models = model ? selectValues(model) : setup.models?.availableModels?.map((m) => m.modelId);
+  return {
+    ...(models?.length ? { models } : {}),
+    ...(effort ? { efforts: selectValues(effort) } : {}),
+  };
+}
+
 type SelectOption = Extract<acp.SessionConfigOption, { type: 'select' }>;
 
 function selectOption(setup: SessionSetup, category: string): SelectOption | undefined {

@@ -38,7 +38,8 @@ export interface ClaudeArgsSpec {
 /** argv for `claude`; the prompt itself goes through stdin so it can never be read as a flag. */
 export function claudeArgs(spec: ClaudeArgsSpec): string[] {
   const args = ['-p', '--output-format', spec.outputFormat];
-  if (spec.outputFormat === 'stream-json') args.push('--verbose');
+  // Partial messages carry the answer's text deltas, shown live (rule: live-text).
+  if (spec.outputFormat === 'stream-json') args.push('--verbose', '--include-partial-messages');
   if (spec.resume) args.push('--resume', spec.resume);
   if (spec.model) args.push('--model', spec.model);
   if (spec.effort) args.push('--effort', spec.effort);

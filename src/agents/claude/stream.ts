@@ -1,6 +1,7 @@
 // Maps Claude Code's `--output-format stream-json` lines to normalised agent events. Only lifecycle crosses: tool
-// names become families, never arguments, outputs or paths; interim assistant text is not surfaced (Claude does not
-// mark commentary), the turn's answer comes from the final `result` line.
+// names become families, never arguments, outputs or paths; interim assistant text is not surfaced as commentary
+// (Claude does not mark commentary), the turn's answer comes from the final `result` line. The text deltas of
+// `--include-partial-messages` are the live preview of the answer (rule: live-text).
 import type { AgentEvent, ToolFamily } from '../agent.ts';
 
 export function claudeToolFamily(name: string): ToolFamily {
@@ -56,6 +57,9 @@ interface ContentBlock {
 
 export class ClaudeStreamMapper {
   private readonly openTools = new Map<string, ToolFamily>();
+  /** Whether preview text was shown and whether a new text block started since (it is set off by a blank line). */
+  private previewed = false;
+  private newBlock = false;
   private readonly deniedToolUses = new Set<string>();
   private sessionId: string | undefined;
   result: ClaudeResult | undefined;
@@ -86,6 +90,20 @@ export class ClaudeStreamMapper {
           }
         }
         break;
+      case 'stream_event': {
+        const ev = m.event as
+          | { type?: string; content_block?: { type?: string }; delta?: { type?: string; text?: unknown } }
+          | undefined;
+        if (ev?.type === 'content_block_start' && ev.content_block?.type === 'text') this.newBlock = true;
+        else if (ev?.type === 'content_block_delta' && ev.delta?.type === 'text_delta') {
+          const text = typeof ev.delta.text === 'string' ? ev.delta.text : '';
+          if (!text) break;
+          out.push({ kind: 'preview', text: this.previewed && this.newBlock ? `\n\n${text}` : text });
+          this.previewed = true;
+          this.newBlock = false;
+        }
+        break;
+      }
       case 'user':
         for (const block of contentOf(m.message)) {
           if (block.type !== 'tool_result' || !block.tool_use_id) continue;

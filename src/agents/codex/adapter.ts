@@ -5,7 +5,7 @@
 import { spawnFailure } from '../../lib/agent-path.ts';
 import { spawnGroup } from '../../lib/process-group.ts';
 import { redact } from '../../lib/redact.ts';
-import type { Agent, AgentContext, AgentProbe, AgentSession, OpenSessionOptions } from '../agent.ts';
+import type { Agent, AgentContext, AgentProbe, AgentSession, OpenSessionOptions, ProbeRequest } from '../agent.ts';
 import type { CodexAgentConfig } from './config.ts';
 import { codexChildEnv, codexCommand, overrideArgs } from './env.ts';
 import { prepareCodexHome } from './home.ts';
@@ -35,13 +35,14 @@ export function createCodexAgent(
   return {
     name,
     kind: 'codex',
-    probe(): Promise<AgentProbe> {
+    probe(request?: ProbeRequest): Promise<AgentProbe> {
       const home = prepareCodexHome(ctx.stateDir, name, config);
       return probeCodex({
         name,
         config,
         homeDir: home.dir,
         initializeTimeoutMs,
+        catalog: request?.catalog === true,
         spawnAppServer: () => spawnAppServer(home.dir, ctx.stateDir),
       });
     },

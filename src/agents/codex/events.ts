@@ -1,5 +1,6 @@
 // Codex thread notifications → the normalised agent events of one turn: tools by family, commentary and plan steps as
 // status, token usage summed, errors redacted, the final answer kept for the end of the turn.
+import type { AgentMessageDeltaNotification } from '../../generated/codex/v2/AgentMessageDeltaNotification.ts';
 import type { ThreadItem } from '../../generated/codex/v2/ThreadItem.ts';
 import type { ThreadTokenUsageUpdatedNotification } from '../../generated/codex/v2/ThreadTokenUsageUpdatedNotification.ts';
 import type { Turn } from '../../generated/codex/v2/Turn.ts';
@@ -19,6 +20,9 @@ export interface ActiveTurn {
   outputTokens: number;
   sawUsage: boolean;
   finalMessages: string[];
+  /** Answer (non-commentary) message items, whose deltas are streamed as `preview` text; the last one previewed. */
+  previewItems: Set<string>;
+  previewedItem?: string;
 }
 
 const TOOL_FAMILIES: Partial<Record<ThreadItem['type'], { family: ToolFamily; status: string }>> = {
@@ -65,6 +69,17 @@ export function applyTurnNotification(active: ActiveTurn, method: string, p: Rec
         push({ kind: 'tool', phase: 'start', family: tool.family });
         push({ kind: 'status', text: tool.status });
       } else if (item.type === 'contextCompaction') push({ kind: 'status', text: 'Compacting the context' });
+      else if (item.type === 'agentMessage' && item.phase !== 'commentary') active.previewItems.add(item.id);
+      return;
+    }
+    case 'item/agentMessage/delta': {
+      // The answer as it streams (rule: live-text); the result is still the completed items' text (finalText).
+      const { itemId, delta } = p as unknown as AgentMessageDeltaNotification;
+      if (!active.previewItems.has(itemId) || !delta) return;
+      // Answer items are joined by a blank line in the result; the preview separates them the same way.
+      const separator = active.previewedItem !== undefined && active.previewedItem !== itemId ? '\n\n' : '';
+      active.previewedItem = itemId;
+      push({ kind: 'preview', text: separator + delta });
       return;
     }
     case 'item/completed': {

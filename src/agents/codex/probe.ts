@@ -2,6 +2,7 @@
 // inference.
 import { CodexAppServerClient } from '../../codex/app-server-client.ts';
 import { readCodexVersionOutput } from '../../codex/version.ts';
+import type { ModelListResponse } from '../../generated/codex/v2/ModelListResponse.ts';
 import { spawnFailure } from '../../lib/agent-path.ts';
 import { captureCommand } from '../../lib/capture.ts';
 import type { ChildGroup } from '../../lib/process-group.ts';
@@ -22,7 +23,12 @@ export interface CodexProbeOptions {
   initializeTimeoutMs: number;
   /** Starts `codex app-server` in the home (the same way a session does). */
   spawnAppServer: () => ChildGroup;
+  /** Also ask the app-server for its models and their reasoning efforts (`model/list`; no thread, no inference). */
+  catalog?: boolean;
 }
+
+/** How long `model/list` may take before the probe reports the agent without models. */
+const MODEL_LIST_TIMEOUT_MS = 10_000;
 
 export async function probeCodex(opts: CodexProbeOptions): Promise<AgentProbe> {
   const { config } = opts;
@@ -62,8 +68,10 @@ export async function probeCodex(opts: CodexProbeOptions): Promise<AgentProbe> {
     initializeTimeoutMs: opts.initializeTimeoutMs,
   });
   let available = true;
+  let catalog: Pick<AgentProbe, 'models' | 'efforts'> = {};
   try {
     await client.connect();
+    if (opts.catalog) catalog = await listModels(client).catch(() => ({}));
   } catch (err) {
     available = false;
     details.push(`app-server did not initialize: ${redact((err as Error).message)}`);
@@ -76,6 +84,16 @@ export async function probeCodex(opts: CodexProbeOptions): Promise<AgentProbe> {
     available,
     version: parsed?.text ?? (versionText.slice(0, 64) || undefined),
     login: loginState,
+    ...catalog,
     ...(details.length ? { detail: details.join('; ') } : {}),
   };
+}
+
+/** The models Codex offers a client (those its picker shows) and every reasoning effort one of them supports. */
+async function listModels(client: CodexAppServerClient): Promise<Pick<AgentProbe, 'models' | 'efforts'>> {
+  const res = (await client.request('model/list', {}, MODEL_LIST_TIMEOUT_MS)) as ModelListResponse;
+  const shown = (res.data ?? []).filter((m) => !m.hidden);
+  const models = shown.map((m) => m.model);
+  const efforts = [...new Set(shown.flatMap((m) => m.supportedReasoningEfforts.map((e) => e.reasoningEffort)))];
+  return { ...(models.length ? { models } : {}), ...(efforts.length ? { efforts } : {}) };
 }

@@ -119,6 +119,7 @@ export class CodexSession implements AgentSession {
       outputTokens: 0,
       sawUsage: false,
       finalMessages: [],
+      previewItems: new Set(),
     };
     this.active = active;
     void this.runTurn(active, prompt, opts).then(

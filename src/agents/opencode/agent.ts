@@ -238,6 +238,7 @@ class OpenCodeSession implements AgentSession {
       );
       yield { kind: 'status', text: 'OpenCode: working' };
       const tools = new Map<string, 'started' | 'ended'>();
+      const preview = new AnswerPreview();
       let busySeen = false;
       let abortedAt: number | undefined;
       let pending = first;
@@ -296,8 +297,19 @@ class OpenCodeSession implements AgentSession {
             error = statusLine(`${name ?? 'error'}${detail ? `: ${detail}` : ''}`);
             yield { kind: 'error', message: error };
           }
+        } else if (ev.type === 'message.updated') {
+          if (ev.properties.info.role === 'assistant') preview.assistant(ev.properties.info.id);
         } else if (ev.type === 'message.part.updated') {
-          yield* partEvents(ev.properties.part, tools);
+          const part = ev.properties.part;
+          if (part.type === 'text' && !part.synthetic && !part.ignored) {
+            const text = preview.text(part.messageID, part.id, part.text, false);
+            if (text) yield { kind: 'preview', text };
+          }
+          yield* partEvents(part, tools);
+        } else if (ev.type === 'message.part.delta') {
+          const { messageID, partID, field, delta } = ev.properties;
+          const text = field === 'text' ? preview.text(messageID, partID, delta, true) : undefined;
+          if (text) yield { kind: 'preview', text };
         } else if (ev.type === 'permission.asked') {
           // Rule `deny-and-report`: no policy lets a delegated OpenCode turn widen its own permissions; the model sees
           // a rejection.
@@ -366,6 +378,34 @@ class OpenCodeSession implements AgentSession {
 }
 
 /** Tool lifecycle without arguments, outputs or paths; text and reasoning parts are not events here. */
+/**
+ * The answer as OpenCode streams it (rule: live-text): the text parts of the turn's assistant messages, from their
+ * deltas or from a part's whole text (whichever carries more), messages separated by a blank line. Only a preview: the
+ * result is still the last assistant message, read back at the end.
+ */
+class AnswerPreview {
+  private readonly assistants = new Set<string>();
+  /** UTF-16 length of each text part shown so far. */
+  private readonly shown = new Map<string, number>();
+  private lastMessage: string | undefined;
+
+  assistant(messageId: string): void {
+    this.assistants.add(messageId);
+  }
+
+  /** What of a text part is new, given a delta or the part's whole text; undefined when nothing is. */
+  text(messageId: string, partId: string, text: string, isDelta: boolean): string | undefined {
+    if (!this.assistants.has(messageId) || !text) return undefined;
+    const before = this.shown.get(partId) ?? 0;
+    const fresh = isDelta ? text : text.slice(before);
+    if (!fresh) return undefined;
+    this.shown.set(partId, before + fresh.length);
+    const separator = this.lastMessage !== undefined && this.lastMessage !== messageId ? '\n\n' : '';
+    this.lastMessage = messageId;
+    return separator + fresh;
+  }
+}
+
 function* partEvents(part: Part, tools: Map<string, 'started' | 'ended'>): Generator<AgentEvent> {
   if (part.type !== 'tool') return;
   const family = toolFamily(part.tool);

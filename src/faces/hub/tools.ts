@@ -8,6 +8,7 @@ import {
   MAX_EVENT_PAGE,
   MAX_LIST_PAGE,
   MAX_WAIT_MS,
+  MAX_WAIT_TASKS,
 } from '../../core/engine.ts';
 import { isDiskFull, StoreFullError } from '../../core/store.ts';
 import { redactError } from '../../lib/redact.ts';
@@ -29,6 +30,16 @@ const idempotencyKey = z
   .max(MAX_KEY_LENGTH)
   .describe('A key unique to this request; retrying with the same key and payload returns the same task.');
 const cursor = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+/** The schema's ceiling is the config's own for limits.hardTimeoutMs (7 days); the engine checks the operator's. */
+const timeoutSeconds = z
+  .number()
+  .int()
+  .min(1)
+  .max(604_800)
+  .optional()
+  .describe(
+    "The round's hard deadline in seconds, at most the operator's limit (a larger value is refused, naming the limit).",
+  );
 
 async function guarded(fn: () => unknown | Promise<unknown>, tool?: string) {
   try {
@@ -68,10 +79,11 @@ export function hubTools(engine: Engine, caller: string): ToolDef[] {
             ),
           model: z.string().min(1).max(128).optional(),
           effort: z.string().min(1).max(32).optional(),
+          timeoutSeconds,
         })
         .strict(),
       annotations: { destructiveHint: false, idempotentHint: true, openWorldHint: true },
-      handler: (args) => guarded(() => engine.run(caller, args)),
+      handler: (args) => guarded(() => engine.run(caller, args), 'agent_run'),
     }),
     defineTool({
       name: 'agent_status',
@@ -84,17 +96,37 @@ export function hubTools(engine: Engine, caller: string): ToolDef[] {
     }),
     defineTool({
       name: 'agent_wait',
-      description: `Wait (at most ${MAX_WAIT_MS / 1000} s) for events after \`after\` or a terminal state; pass the returned nextCursor next time.`,
+      description: `Wait (at most ${MAX_WAIT_MS / 1000} s) for events after \`after\` or a terminal state; pass the returned nextCursor next time. To wait on several tasks at once, give \`tasks\` (up to ${MAX_WAIT_TASKS}, each with its own cursor) instead of taskId/after: it returns when any has events after its cursor (\`ready\` names them) or all have ended.`,
       input: z
-        .object({ taskId, after: cursor.optional(), timeoutMs: z.number().int().min(0).max(MAX_WAIT_MS).optional() })
+        .object({
+          taskId: taskId.optional(),
+          after: cursor.optional(),
+          tasks: z
+            .array(z.object({ taskId, after: cursor.optional() }).strict())
+            .min(1)
+            .max(MAX_WAIT_TASKS)
+            .optional()
+            .describe('Several tasks, each with the nextCursor last returned for it.'),
+          timeoutMs: z.number().int().min(0).max(MAX_WAIT_MS).optional(),
+        })
         .strict(),
       annotations: { readOnlyHint: true },
       handler: (args, extra) =>
-        guarded(() => engine.wait(caller, args.taskId, args.after, args.timeoutMs ?? MAX_WAIT_MS, extra.signal)),
+        guarded(() => {
+          const timeout = args.timeoutMs ?? MAX_WAIT_MS;
+          if (args.tasks) {
+            if (args.taskId !== undefined || args.after !== undefined)
+              throw new InvalidArgumentError('tasks: give either tasks or taskId (with after), not both');
+            return engine.waitAny(caller, args.tasks, timeout, extra.signal);
+          }
+          if (args.taskId === undefined) throw new InvalidArgumentError('taskId: required (or give tasks)');
+          return engine.wait(caller, args.taskId, args.after, timeout, extra.signal);
+        }, 'agent_wait'),
     }),
     defineTool({
       name: 'agent_result',
-      description: 'The final answer of the latest round, paged in 32,768 code points; pass nextOffset until done.',
+      description:
+        'The final answer of the latest round, paged in 32,768 code points; pass nextOffset until done. While the round runs it is the answer so far, with partial: true.',
       input: z.object({ taskId, offset: cursor.optional() }).strict(),
       annotations: { readOnlyHint: true },
       handler: (args) => guarded(() => engine.result(caller, args.taskId, args.offset)),
@@ -102,9 +134,9 @@ export function hubTools(engine: Engine, caller: string): ToolDef[] {
     defineTool({
       name: 'agent_continue',
       description: 'Start another round in the same agent session. Refused while a round is running.',
-      input: z.object({ taskId, prompt, idempotencyKey }).strict(),
+      input: z.object({ taskId, prompt, idempotencyKey, timeoutSeconds }).strict(),
       annotations: { destructiveHint: false, idempotentHint: true, openWorldHint: true },
-      handler: (args) => guarded(() => engine.continue(caller, args)),
+      handler: (args) => guarded(() => engine.continue(caller, args), 'agent_continue'),
     }),
     defineTool({
       name: 'agent_cancel',
@@ -130,6 +162,14 @@ export function hubTools(engine: Engine, caller: string): ToolDef[] {
         .strict(),
       annotations: { readOnlyHint: true },
       handler: (args) => guarded(() => engine.list(caller, args.cursor, args.limit), 'agent_list'),
+    }),
+    defineTool({
+      name: 'agent_agents',
+      description:
+        'The agents this caller may name in agent_run: kind, whether installed, version, login state, and the models and efforts they offer where they say so. Spends no inference; probed at most once a minute.',
+      input: z.object({}).strict(),
+      annotations: { readOnlyHint: true, openWorldHint: false },
+      handler: () => guarded(() => engine.agentsOf(caller), 'agent_agents'),
     }),
   ];
 }
