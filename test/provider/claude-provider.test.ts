@@ -8,13 +8,13 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Client } from '@modelcontextprotocol/client';
+import type { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { AnthropicMock, isolatedClaudeEnv } from '../mock-models/anthropic.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins, REPO_ROOT } from '../support/bins.ts';
 import { WaitBudget } from '../support/poll.ts';
+import { type ClientEra, type Launch, spawnStdioClient, spawnV1StdioClient } from '../support/stdio-client.ts';
 
 const SECRET = 'sk-planted-SECRET-7f3a9c21e8';
 const INTERIM = 'interim-musing-that-must-stay-private';
@@ -32,8 +32,8 @@ interface Connected {
   stderr: () => string;
 }
 
-async function connect(extraArgs: string[] = [], extraEnv: Record<string, string> = {}): Promise<Connected> {
-  const transport = new StdioClientTransport({
+function launch(extraArgs: string[] = [], extraEnv: Record<string, string> = {}): Launch {
+  return {
     command: process.execPath,
     args: [
       join(REPO_ROOT, 'bin/baton.js'),
@@ -46,21 +46,23 @@ async function connect(extraArgs: string[] = [], extraEnv: Record<string, string
     ],
     env: { ...(isolatedClaudeEnv(mock.origin, root) as Record<string, string>), ...extraEnv },
     cwd: workspace,
-    stderr: 'pipe',
-  });
-  let stderr = '';
-  transport.stderr?.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  const client = new Client({ name: 'baton-test', version: '0' });
-  await client.connect(transport);
+  };
+}
+
+/** The provider under the SDK v2 client, by default at 2026-07-28; every frame it receives is recorded. */
+async function connect(
+  extraArgs: string[] = [],
+  extraEnv: Record<string, string> = {},
+  era: ClientEra = '2026-07-28',
+): Promise<Connected> {
+  const { client, transport, stderr } = await spawnStdioClient(launch(extraArgs, extraEnv), era);
   const frames: string[] = [];
   const deliver = transport.onmessage;
   transport.onmessage = (msg) => {
     frames.push(JSON.stringify(msg));
     deliver?.(msg);
   };
-  return { client, transport, frames, stderr: () => stderr };
+  return { client, transport, frames, stderr };
 }
 
 let conn: Connected;
@@ -108,7 +110,6 @@ test('claude_code returns the answer, sends progress, and runs Claude as a pinne
   const progress: string[] = [];
   const res = (await conn.client.callTool(
     { name: 'claude_code', arguments: { prompt: 'review this', model: 'ignored', effort: 'low', config: {} } },
-    undefined,
     { onprogress: (p) => progress.push(p.message ?? '') },
   )) as CallToolResult;
   assert.equal(res.isError, undefined);
@@ -125,6 +126,31 @@ test('claude_code returns the answer, sends progress, and runs Claude as a pinne
   const body = JSON.stringify(sent);
   assert.ok(body.includes('leaf reviewer'), 'the leaf-reviewer instruction is appended');
   assert.ok(body.includes('Do not run tests'));
+});
+
+test('2025-era clients, SDK v2 and SDK v1, get the same tools, -32602 and answers', async () => {
+  const v2 = await connect([], {}, '2025');
+  const v1 = await spawnV1StdioClient(launch());
+  try {
+    for (const client of [v2.client, v1.client] as const) {
+      const { tools } = await client.listTools();
+      assert.ok(tools.some((t) => t.name === 'claude_code'));
+      await assert.rejects(
+        client.callTool({ name: 'claude-status', arguments: { jobId: 'x', cursor: 0, wait_ms: 60_001 } }),
+        (err: { code?: number }) => err.code === -32602,
+      );
+    }
+    mock.push({ kind: 'text', text: 'answer for v2' }, { kind: 'text', text: 'answer for v1' });
+    assert.equal(
+      textOf(await v2.client.callTool({ name: 'claude_code', arguments: { prompt: 'a' } })),
+      'answer for v2',
+    );
+    const viaV1 = (await v1.client.callTool({ name: 'claude_code', arguments: { prompt: 'b' } })) as CallToolResult;
+    assert.equal(textOf(viaV1), 'answer for v1');
+  } finally {
+    await v2.client.close();
+    await v1.close();
+  }
 });
 
 test('claude_code: is_error becomes an MCP tool error', async () => {

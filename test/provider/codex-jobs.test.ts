@@ -3,7 +3,7 @@
 // interval, commentary and result paging, peek rows, cancel, and a disconnect that cancels jobs and reaps Codex.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/client';
 import { ResponsesMock, type ResponsesStep, reply, stalledReply } from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
@@ -139,7 +139,7 @@ test('a job: lifecycle moves the cursor at once, progress is coalesced; commenta
 test('codex-cancel is a lifecycle change; wait_ms is bounded to 60,000', async () => {
   await assert.rejects(
     conn.call('codex-status', { jobId: 'x', cursor: 0, wait_ms: 60_001 }),
-    (e: unknown) => e instanceof McpError && e.code === ErrorCode.InvalidParams,
+    (e: unknown) => e instanceof ProtocolError && e.code === ProtocolErrorCode.InvalidParams,
   );
   const gate = new Gate();
   mock.push(stalledReply(gate));

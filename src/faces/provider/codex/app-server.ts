@@ -3,7 +3,7 @@
 // home; threads live in that home, so `codex-reply` resumes them by id, also after a bridge restart.
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { AgentSession, Sandbox } from '../../../agents/agent.ts';
 import type { DeadlineExceededError } from '../../../core/deadlines.ts';
@@ -206,7 +206,10 @@ export function appServerTools(opts: AppServerOptions): CodexTools {
         throw new ToolFailure('the call was cancelled');
       }
       if (settled instanceof Error) {
-        throw new McpError(REQUEST_TIMEOUT_CODE, `Codex call timed out: ${settled.message}; the turn was interrupted`);
+        throw new ProtocolError(
+          REQUEST_TIMEOUT_CODE,
+          `Codex call timed out: ${settled.message}; the turn was interrupted`,
+        );
       }
       // A turn that could not run is reported as what went wrong, not as a turn outcome.
       if (settled.thrown !== undefined && !settled.end) throw settled.thrown;
