@@ -3,7 +3,6 @@
 // Host/Origin checks hold in both eras; a 2025-era session survives a hub restart; a flood of initialize is bounded.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { connectCaller, type RunningHub, startHub, TEST_CALLERS } from '../support/hub.ts';
 import { assertToolContract, connectV2, freePort, v1Caller, v2Caller } from '../support/mcp-v2.ts';
@@ -90,7 +89,7 @@ test('hub on SDK v2: both eras, SDK v1 and v2 clients, the whole tool contract, 
     assert.ok(result.capabilities.tools, 'tools are declared');
     assert.equal(res.headers.get('mcp-session-id'), null);
     const list = await post(hub, 'alice', modernRequest('tools/list').body, modernRequest('tools/list').headers);
-    const names = (list.json?.result as { tools: Array<{ name: string }> }).tools.map((x) => x.name);
+    const names = ((list.json?.result ?? { tools: [] }) as { tools: Array<{ name: string }> }).tools.map((x) => x.name);
     assert.deepEqual(names.sort(), [
       'agent_cancel',
       'agent_continue',
