@@ -28,9 +28,11 @@ import { readBodyText } from '../../lib/net.ts';
 import { ensurePrivateDir } from '../../lib/private-fs.ts';
 import { redactDeep, redactError } from '../../lib/redact.ts';
 import { BATON_VERSION } from '../../version.ts';
+import { serveTasks, type TaskBackend } from '../mcp-tasks.ts';
 import { serveTools, type ToolDef } from '../mcp-tools.ts';
 import { type HubConfig, loadConfig, reachableAgents } from './config.ts';
 import { jsonRpcError, McpEndpoint, sendJson } from './mcp-endpoint.ts';
+import { hubTaskBackend } from './tasks.ts';
 import { hubTools } from './tools.ts';
 import { Dashboard } from './ui/dashboard.ts';
 
@@ -65,6 +67,7 @@ export class Hub {
   private readonly endpoint: McpEndpoint;
   /** Each caller's tools, built once: a server instance is made per request and only binds them. */
   private readonly tools = new Map<string, ToolDef[]>();
+  private readonly taskBackends = new Map<string, TaskBackend>();
   private readonly callerTokens: Map<string, Buffer>;
   private readonly controlToken: Buffer;
   private readonly dashboard: Dashboard;
@@ -447,7 +450,13 @@ export class Hub {
       { name: 'baton-hub', version: BATON_VERSION },
       { capabilities: era === 'legacy' ? { tools: {}, logging: {} } : { tools: {} } },
     );
-    serveTools(server, tools);
+    // The Tasks extension is a 2026-07-28 extension: a 2025-era session keeps the plain tools (rule: tool-handles).
+    let backend = this.taskBackends.get(caller);
+    if (era === 'modern' && !backend) {
+      backend = hubTaskBackend(this.engine, caller);
+      this.taskBackends.set(caller, backend);
+    }
+    serveTools(server, tools, era === 'modern' ? { intercept: serveTasks(server, backend!) } : {});
     return server;
   }
 
