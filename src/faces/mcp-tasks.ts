@@ -88,22 +88,34 @@ export function serveTasks(server: Server, backend: TaskBackend, opts: TasksOpti
   });
   const unknown = (id: string) =>
     new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown task "${id.slice(0, 80)}"`);
+  // Capability Negotiation: the methods are only for a request that declares the extension (-32021 otherwise).
+  const negotiated = (ctx: ServerContext) => {
+    if (requestNegotiatedTasks(ctx)) return;
+    throw new ProtocolError(
+      ProtocolErrorCode.MissingRequiredClientCapability,
+      `Missing required client capability: declare the ${TASKS_EXTENSION} extension to use tasks`,
+      { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+    );
+  };
 
   server.registerCapabilities({ extensions: { [TASKS_EXTENSION]: {} } } as Parameters<
     Server['registerCapabilities']
   >[0]);
   server.setRequestHandler('tasks/get', { params: TaskRef }, async ({ taskId }, ctx) => {
+    negotiated(ctx);
     const task = await backend.get(taskId, holdMs, ctx.mcpReq.signal);
     if (!task) throw unknown(taskId);
     return { resultType: 'complete', ...wire(task) };
   });
   // Baton's tasks never ask the client for input, so no inputRequests is ever outstanding and every response is one
   // the spec says to ignore; the acknowledgement still tells an unknown task apart.
-  server.setRequestHandler('tasks/update', { params: TaskUpdate }, async ({ taskId }) => {
+  server.setRequestHandler('tasks/update', { params: TaskUpdate }, async ({ taskId }, ctx) => {
+    negotiated(ctx);
     if (!(await backend.get(taskId, 0, AbortSignal.abort()))) throw unknown(taskId);
     return { resultType: 'complete' };
   });
-  server.setRequestHandler('tasks/cancel', { params: TaskRef }, async ({ taskId }) => {
+  server.setRequestHandler('tasks/cancel', { params: TaskRef }, async ({ taskId }, ctx) => {
+    negotiated(ctx);
     if (!(await backend.cancel(taskId))) throw unknown(taskId);
     return { resultType: 'complete' };
   });

@@ -105,6 +105,10 @@ test('hub Tasks extension: run and continue as tasks, long-poll, cancel, isolati
       arguments: { agent: 'scripted', prompt: acpScript([{ reply: 'plain' }]), cwd: work, idempotencyKey: 'plain' },
     });
     assert.notEqual(created.result?.resultType, 'task');
+    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+      const refused = await plain.request(method, { taskId, inputResponses: {} });
+      assert.equal(refused.error?.code, -32021, `${method}: ${JSON.stringify(refused)}`);
+    }
     assert.match((created.result!.structuredContent as { taskId: string }).taskId, /^t-/);
     const sdk = v2Caller(await connectV2(t, first, 'alice', 'modern'));
     assert.match((await sdk('agent_status', { taskId })).taskId as string, /^t-/);
