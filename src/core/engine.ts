@@ -278,16 +278,18 @@ export class Engine {
     };
   }
 
-  result(caller: string, taskId: string, offset = 0): ResultView {
+  /** A page of a round's answer: the latest round's unless `n` names an earlier one (an MCP task per round). */
+  result(caller: string, taskId: string, offset = 0, n?: number): ResultView {
     const task = this.owned(caller, taskId);
-    const round = this.store.roundSummary(task.id, task.rounds);
-    if (!isTerminal(task.state) || !round) {
-      return { taskId: task.id, state: task.state, round: task.rounds, available: false };
+    const latest = n === undefined || n === task.rounds;
+    const round = this.store.roundSummary(task.id, n ?? task.rounds);
+    if ((latest && !isTerminal(task.state)) || !round) {
+      return { taskId: task.id, state: task.state, round: n ?? task.rounds, available: false };
     }
     const page = this.store.resultPage(task.id, round.n, offset, RESULT_PAGE_CODE_POINTS);
     return {
       taskId: task.id,
-      state: task.state,
+      state: latest ? task.state : round.state,
       round: round.n,
       available: true,
       ...(round.error ? { error: round.error } : {}),

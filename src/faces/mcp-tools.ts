@@ -142,6 +142,21 @@ export function checkToolCall(
   return { tool, args: parsed.data, meta };
 }
 
+/** tools/list answers by tool set: a server built per request reuses its set's listing and name index. */
+const listings = new WeakMap<
+  readonly ToolDef[],
+  { listed: ReturnType<typeof listedTools>; byName: Map<string, ToolDef> }
+>();
+
+function listingOf(tools: readonly ToolDef[]) {
+  let l = listings.get(tools);
+  if (!l) {
+    l = { listed: listedTools(tools), byName: new Map(tools.map((t) => [t.name, t])) };
+    listings.set(tools, l);
+  }
+  return l;
+}
+
 /** The tools/list entries for `tools`. */
 export function listedTools(tools: readonly ToolDef[]) {
   return tools.map((t) => ({
@@ -187,8 +202,7 @@ export function serveTools(server: Server | V1Server, tools: readonly ToolDef[],
     serveToolsV1(server, tools);
     return;
   }
-  const byName = new Map(tools.map((t) => [t.name, t]));
-  const listed = listedTools(tools);
+  const { listed, byName } = listingOf(tools);
   server.setRequestHandler('tools/list', () => ({ tools: listed }));
   // The schemas form hands the params over as received: the spec schema would drop an own `__proto__` key from the
   // arguments before argumentsIssue could see it.
