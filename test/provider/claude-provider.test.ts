@@ -14,7 +14,13 @@ import { AnthropicMock, isolatedClaudeEnv } from '../mock-models/anthropic.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins, REPO_ROOT } from '../support/bins.ts';
 import { WaitBudget } from '../support/poll.ts';
-import { type ClientEra, type Launch, spawnStdioClient, spawnV1StdioClient } from '../support/stdio-client.ts';
+import {
+  type ClientEra,
+  type Launch,
+  StdioTasksRequester,
+  spawnStdioClient,
+  spawnV1StdioClient,
+} from '../support/stdio-client.ts';
 
 const SECRET = 'sk-planted-SECRET-7f3a9c21e8';
 const INTERIM = 'interim-musing-that-must-stay-private';
@@ -272,6 +278,47 @@ test('limits: wait_ms over 60,000 is -32602; a relative cwd is refused; the 9th 
   await mock.waitForMessages(() => mock.messageRequests.length >= seen + 8, 60_000);
   await Promise.all(ids.map((jobId) => call('claude-cancel', { jobId })));
   gate.open();
+});
+
+test('Tasks extension (2026-07-28): claude_code becomes a task with the blocking answer; tasks/cancel stops one', async () => {
+  const tasks = await StdioTasksRequester.open(launch());
+  try {
+    // Declared: a task handle at once, then tasks/get (long-polling) until it carries the blocking call's answer.
+    mock.push({ kind: 'text', text: 'answer through a task' });
+    const created = await tasks.request('tools/call', { name: 'claude_code', arguments: { prompt: 'as a task' } });
+    assert.equal(created.result?.resultType, 'task', JSON.stringify(created));
+    const taskId = created.result!.taskId as string;
+    assert.equal(created.result!.status, 'working');
+    const done = await tasks.until(taskId, (task) => task.status !== 'working');
+    assert.equal(done.status, 'completed');
+    assert.deepEqual(done.result, { content: [{ type: 'text', text: 'answer through a task' }] });
+    // The task is the claude-start job: the job tools see it under the same id.
+    const status = await tasks.request('tools/call', {
+      name: 'claude-status',
+      arguments: { jobId: taskId, cursor: 0 },
+    });
+    assert.equal((status.result!.structuredContent as { state: string }).state, 'completed');
+
+    // tasks/cancel stops a running review (its model call is held open) and the task ends cancelled.
+    const gate = new Gate();
+    mock.push({ kind: 'stall', gate, text: 'thinking' });
+    const seen = mock.messageRequests.length;
+    const running = await tasks.request('tools/call', { name: 'claude_code', arguments: { prompt: 'long' } });
+    const runningId = running.result!.taskId as string;
+    await mock.waitForMessages(() => mock.messageRequests.length > seen);
+    assert.equal((await tasks.request('tasks/cancel', { taskId: runningId })).result?.resultType, 'complete');
+    gate.open();
+    assert.equal((await tasks.until(runningId, (task) => task.status !== 'working')).status, 'cancelled');
+    assert.equal((await tasks.request('tasks/get', { taskId: 'no-such-task' })).error?.code, -32602);
+
+    // Not declared: the same call blocks and answers as before.
+    mock.push({ kind: 'text', text: 'a plain answer' });
+    const plain = await tasks.request('tools/call', { name: 'claude_code', arguments: { prompt: 'plain' } }, false);
+    assert.equal(plain.result?.resultType, 'complete');
+    assert.deepEqual(plain.result?.content, [{ type: 'text', text: 'a plain answer' }]);
+  } finally {
+    await tasks.close();
+  }
 });
 
 test('a disconnect cancels active reviews and reaps their process groups before the server exits', async () => {

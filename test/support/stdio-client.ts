@@ -99,3 +99,71 @@ export async function spawnV1StdioClient(launch: Launch): Promise<V1StdioClient>
   await client.connect(transport);
   return { client, transport, stderr: () => stderr, close: () => client.close() };
 }
+
+const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+
+export interface RpcAnswer {
+  result?: Record<string, unknown>;
+  error?: { code: number; message: string };
+}
+
+/**
+ * A 2026-07-28 requester of the MCP Tasks extension on a stdio server, over the SDK v2 stdio transport: the SDK v2
+ * Client refuses a `resultType: "task"` answer (it has no requester side of the extension), so this sends the JSON-RPC
+ * requests itself, each with the per-request envelope, declaring the extension unless `negotiate` is false.
+ */
+export class StdioTasksRequester {
+  private readonly pending = new Map<number, (answer: RpcAnswer) => void>();
+  private nextId = 1;
+
+  readonly transport: StdioClientTransport;
+
+  private constructor(transport: StdioClientTransport) {
+    this.transport = transport;
+    transport.onmessage = (message) => {
+      const m = message as { id?: number } & RpcAnswer;
+      if (typeof m.id === 'number' && (m.result || m.error)) this.pending.get(m.id)?.(m);
+    };
+  }
+
+  /** Spawns the server and opens the connection with `server/discover`. */
+  static async open(launch: Launch): Promise<StdioTasksRequester> {
+    const r = new StdioTasksRequester(new StdioClientTransport({ ...launch, stderr: 'pipe' }));
+    r.transport.stderr?.on('data', () => {});
+    await r.transport.start();
+    const discovered = await r.request('server/discover');
+    if (!discovered.result) throw new Error(`server/discover failed: ${discovered.error?.message}`);
+    return r;
+  }
+
+  request(method: string, params: Record<string, unknown> = {}, negotiate = true): Promise<RpcAnswer> {
+    const id = this.nextId++;
+    const answer = new Promise<RpcAnswer>((resolve) => this.pending.set(id, resolve));
+    const _meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': negotiate ? { extensions: { [TASKS_EXTENSION]: {} } } : {},
+      'io.modelcontextprotocol/clientInfo': { name: 'stdio-tasks-requester', version: '0' },
+    };
+    void this.transport.send({ jsonrpc: '2.0', id, method, params: { ...params, _meta } });
+    return answer.finally(() => this.pending.delete(id));
+  }
+
+  /** tasks/get until `done` holds (each tasks/get is a long-poll on the server), within `budgetMs`. */
+  async until(
+    taskId: string,
+    done: (task: Record<string, unknown>) => boolean,
+    budgetMs = 120_000,
+  ): Promise<Record<string, unknown>> {
+    const end = Date.now() + budgetMs;
+    for (;;) {
+      const got = await this.request('tasks/get', { taskId });
+      if (got.error) throw new Error(`tasks/get ${taskId}: ${got.error.message}`);
+      if (done(got.result!)) return got.result!;
+      if (Date.now() > end) throw new Error(`task ${taskId} did not get there within ${budgetMs} ms`);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.transport.close();
+  }
+}

@@ -9,6 +9,7 @@ import type { z } from 'zod';
 import type { Logger } from '../../lib/log.ts';
 import { DEFAULT_STOP_GRACE_MS, stopGroup } from '../../lib/process-group.ts';
 import { redact, redactError } from '../../lib/redact.ts';
+import { serveTasks, type TaskBackend } from '../mcp-tasks.ts';
 import { serveTools, type ToolDef, type ToolExtra, toolError } from '../mcp-tools.ts';
 
 /** Largest JSON-RPC frame accepted from the client (rule: bounded-frames). */
@@ -60,6 +61,11 @@ export interface ProviderServerOptions {
   onShutdown?: () => Promise<void>;
   /** Last step, once all work has stopped and every tracked group is gone (e.g. remove private homes). */
   onExit?: () => void;
+  /**
+   * The provider's long calls as MCP Tasks for a 2026-07-28 client that declares the extension (rule:
+   * mcp-tasks-extension); other clients get the blocking tools unchanged.
+   */
+  tasks?: TaskBackend;
 }
 
 /** Text content plus structuredContent; the text defaults to the JSON of the data. */
@@ -121,7 +127,8 @@ export async function serveProviderStdio(opts: ProviderServerOptions): Promise<v
       { name: `baton-${opts.provider}`, version: opts.version },
       { capabilities: { tools: {} }, ...(opts.instructions ? { instructions: opts.instructions } : {}) },
     );
-    serveTools(server, defs);
+    const intercept = opts.tasks ? serveTasks(server, opts.tasks) : undefined;
+    serveTools(server, defs, intercept ? { intercept } : {});
     return server;
   };
 

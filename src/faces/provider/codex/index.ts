@@ -272,6 +272,7 @@ export async function run(argv: string[]): Promise<void> {
     provider: 'codex',
     version: '0.1.0',
     tools: codex.tools,
+    tasks: codex.tasks,
     logger,
     onShutdown: () => codex.shutdown(),
     onExit: () => {
