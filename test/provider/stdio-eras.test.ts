@@ -126,3 +126,31 @@ for (const era of ['2026-07-28', '2025'] as const) {
     }
   });
 }
+
+test('a client frame over 8 MiB ends the provider (exit 0, said on stderr) instead of leaving it deaf', async (t) => {
+  const home = tempDir(t, 'baton-stdio-oversized-');
+  const child = spawn(
+    process.execPath,
+    [join(REPO_ROOT, 'bin/baton.js'), 'mcp', '--provider', 'claude', '--claude-command', bins.claude()],
+    { env: { PATH: process.env.PATH ?? '', ...NODE_CACHE_ENV, HOME: home }, cwd: home, stdio: 'pipe' },
+  );
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString('utf8');
+  });
+  let stdout = '';
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d.toString('utf8');
+  });
+  const exited = once(child, 'exit');
+  // The provider may stop reading before the last chunk is flushed: that is the behaviour under test.
+  child.stdin.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+  });
+  const chunk = Buffer.alloc(1024 * 1024, 0x61);
+  for (let i = 0; i < 9; i++) child.stdin.write(chunk);
+  const [code] = (await exited) as [number | null];
+  assert.equal(code, 0);
+  assert.match(stderr, /exceeded maximum size of 8388608 bytes/);
+  assert.equal(stdout, '', 'nothing but JSON-RPC on stdout, and there was nothing to answer');
+});
