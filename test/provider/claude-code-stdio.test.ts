@@ -1,7 +1,9 @@
 // The real Claude Code (npm, scripted Anthropic mock) using a baton stdio provider, with every frame recorded by a
 // pass-through tap (test/fixtures/stdio-wire-tap.mjs): Claude Code opens with `server/discover` at 2026-07-28, baton
 // offers that revision, and a tool call's result reaches the model's next request. When its probe is not answered
-// quickly (a loaded machine) Claude Code also sends `initialize`; baton answers both and the run still succeeds.
+// quickly (a loaded machine) Claude Code also sends `initialize`; baton answers both and the run still succeeds. Whether
+// Claude Code declares the Tasks extension baton offers is recorded (the task path itself is proved with the SDK v2
+// transport in claude-provider.test.ts and codex-jobs.test.ts).
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,6 +15,8 @@ import { tempDir } from '../support/tmp.ts';
 
 const TAP = join(REPO_ROOT, 'test', 'fixtures', 'stdio-wire-tap.mjs');
 const PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
+const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
+const TASKS = 'io.modelcontextprotocol/tasks';
 
 interface Frame {
   id?: string | number;
@@ -68,8 +72,16 @@ test('real Claude Code over stdio: server/discover at 2026-07-28 is answered and
   const discover = sent[0]!;
   assert.equal(discover.method, 'server/discover', 'Claude Code opens with the 2026-07-28 probe');
   assert.equal(discover.params?._meta?.[PROTOCOL_VERSION], '2026-07-28');
-  const offered = answered(discover.id)?.result as { supportedVersions?: string[] };
+  const offered = answered(discover.id)?.result as {
+    supportedVersions?: string[];
+    capabilities?: { extensions?: Record<string, unknown> };
+  };
   assert.ok(offered.supportedVersions?.includes('2026-07-28'), 'baton offers 2026-07-28');
+  assert.ok(offered.capabilities?.extensions?.[TASKS], 'baton declares the Tasks extension');
+  // Recorded, not required: whether this Claude Code declares the extension back (2.1.332 in -p mode did not).
+  const declared = (discover.params?._meta?.[CLIENT_CAPABILITIES] as { extensions?: Record<string, unknown> })
+    ?.extensions?.[TASKS];
+  t.diagnostic(`Claude Code declares ${TASKS}: ${declared ? 'yes' : 'no'}`);
 
   const call = sent.find((f) => f.method === 'tools/call' && f.params?.name === 'codex-peek');
   assert.ok(call, 'Claude Code called the tool');
