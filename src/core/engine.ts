@@ -424,11 +424,13 @@ export class Engine {
     return probe;
   }
 
-  result(caller: Reader, taskId: string, offset = 0): ResultView {
+  /** A page of a round's answer: the latest round's unless `n` names an earlier one (an MCP task per round). */
+  result(caller: Reader, taskId: string, offset = 0, n?: number): ResultView {
     const task = this.owned(caller, taskId);
-    const round = this.store.roundSummary(task.id, task.rounds);
+    const latest = n === undefined || n === task.rounds;
+    const round = this.store.roundSummary(task.id, n ?? task.rounds);
     const active = this.active.get(task.id);
-    if (task.state === 'running' && active?.round === task.rounds) {
+    if (latest && task.state === 'running' && active?.round === task.rounds) {
       // The answer so far (rule: live-text), settled the way live `message` events are, so a credential still being
       // streamed never shows in part; redacted at read, like the final result is once at the end.
       const settled = active.text.slice(0, settledLength(active.text));
@@ -441,13 +443,13 @@ export class Engine {
         ...pageText(redact(settled), offset, RESULT_PAGE_CODE_POINTS),
       };
     }
-    if (!isTerminal(task.state) || !round) {
-      return { taskId: task.id, state: task.state, round: task.rounds, available: false };
+    if ((latest && !isTerminal(task.state)) || !round) {
+      return { taskId: task.id, state: task.state, round: n ?? task.rounds, available: false };
     }
     const page = this.store.resultPage(task.id, round.n, offset, RESULT_PAGE_CODE_POINTS);
     return {
       taskId: task.id,
-      state: task.state,
+      state: latest ? task.state : round.state,
       round: round.n,
       available: true,
       ...(round.error ? { error: round.error } : {}),

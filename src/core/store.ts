@@ -64,6 +64,11 @@ const MIGRATIONS: string[] = [
      commentary = '' WHERE commentary <> '';
    CREATE INDEX tasks_by_order ON tasks(list_order);
    CREATE INDEX tasks_by_state ON tasks(state, list_order);`,
+  // Migration 3 (issue 14, hub): 2025-era MCP sessions outlive a hub restart. A row binds a session (by the SHA-256
+  // of its id, never the id) to its caller; nothing else about the client is kept.
+  `CREATE TABLE mcp_sessions (
+     id_hash TEXT PRIMARY KEY, caller TEXT NOT NULL, created_at TEXT NOT NULL, last_seen TEXT NOT NULL);
+   CREATE INDEX mcp_sessions_by_caller ON mcp_sessions(caller, last_seen);`,
 ];
 
 /** The task columns a TaskRow is built from: never the commentary, which lives in its own table. */
@@ -598,6 +603,46 @@ export class Store {
     this.db
       .prepare('INSERT OR REPLACE INTO workers (pgid, task_id, leader_start, started_at) VALUES (?, ?, ?, ?)')
       .run(w.pgid, w.taskId, w.leaderStart, now);
+  }
+
+  // ---------------------------------------------------------------- MCP sessions (issue 14)
+
+  insertMcpSession(idHash: string, caller: string, now: string): void {
+    this.stmt('INSERT INTO mcp_sessions (id_hash, caller, created_at, last_seen) VALUES (?, ?, ?, ?)').run(
+      idHash,
+      caller,
+      now,
+      now,
+    );
+  }
+
+  getMcpSession(idHash: string): { caller: string; lastSeen: string } | undefined {
+    const row = this.stmt('SELECT caller, last_seen FROM mcp_sessions WHERE id_hash = ?').get(idHash) as
+      | Row
+      | undefined;
+    return row ? { caller: String(row.caller), lastSeen: String(row.last_seen) } : undefined;
+  }
+
+  touchMcpSession(idHash: string, now: string): void {
+    this.stmt('UPDATE mcp_sessions SET last_seen = ? WHERE id_hash = ?').run(now, idHash);
+  }
+
+  deleteMcpSession(idHash: string): boolean {
+    return Number(this.stmt('DELETE FROM mcp_sessions WHERE id_hash = ?').run(idHash).changes) > 0;
+  }
+
+  /** How many sessions the caller holds and its least recently seen one. */
+  mcpSessionsOf(caller: string): { count: number; oldest?: { idHash: string; lastSeen: string } } {
+    const count = Number((this.stmt('SELECT COUNT(*) AS n FROM mcp_sessions WHERE caller = ?').get(caller) as Row).n);
+    const row = this.stmt(
+      'SELECT id_hash, last_seen FROM mcp_sessions WHERE caller = ? ORDER BY last_seen LIMIT 1',
+    ).get(caller) as Row | undefined;
+    return { count, ...(row ? { oldest: { idHash: String(row.id_hash), lastSeen: String(row.last_seen) } } : {}) };
+  }
+
+  /** Drops sessions not seen since `before` (an ISO time); returns how many. */
+  pruneMcpSessions(before: string): number {
+    return Number(this.stmt('DELETE FROM mcp_sessions WHERE last_seen < ?').run(before).changes);
   }
 
   removeWorker(pgid: number): void {

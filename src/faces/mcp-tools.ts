@@ -1,22 +1,54 @@
 // Tools on the low-level MCP server so that schema violations are real JSON-RPC -32602 errors (rule: strict-inputs),
 // not tool results: McpServer turns invalid params into `isError` results, which clients may mistake for a tool's
-// answer.
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+// answer. Served on MCP SDK v2 (both protocol eras); a thin SDK v1 path stays until every face has moved (issue 14).
+import type { Server as V1Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
-  type CallToolRequest,
-  CallToolRequestSchema,
-  type CallToolResult,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
-  type ServerNotification,
-  type ServerRequest,
-  type ToolAnnotations,
+  type CallToolRequest as V1CallToolRequest,
+  CallToolRequestSchema as V1CallToolRequestSchema,
+  type CallToolResult as V1CallToolResult,
+  ErrorCode as V1ErrorCode,
+  ListToolsRequestSchema as V1ListToolsRequestSchema,
+  McpError as V1McpError,
 } from '@modelcontextprotocol/sdk/types.js';
+import {
+  type CallToolResult,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+  type ServerContext,
+  type ToolAnnotations,
+} from '@modelcontextprotocol/server';
 import { z } from 'zod';
 
-export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+export type { CallToolResult };
+
+/** What a tool handler may return: an SDK v2 result, or an SDK v1 one from a face not yet moved (same wire shape). */
+export type ToolResult = CallToolResult | V1CallToolResult;
+
+/** The result jsonResult and toolError build: text plus an object, assignable to either SDK's CallToolResult. */
+export interface TextToolResult {
+  [key: string]: unknown;
+  content: Array<{ type: 'text'; text: string }>;
+  structuredContent: Record<string, unknown>;
+  isError?: boolean;
+}
+
+/**
+ * What a tool handler gets besides its arguments, the same under either SDK: v1's RequestHandlerExtra has exactly
+ * these members, and on v2 they are read from the request context (kept whole in `ctx`).
+ */
+export interface ToolExtra {
+  /** Aborted when the client cancels the call or the connection closes. */
+  signal: AbortSignal;
+  /** The JSON-RPC id of the tools/call request. */
+  requestId: string | number;
+  /** The request's `_meta` without the protocol's reserved envelope keys (progressToken and the like). */
+  _meta?: { progressToken?: string | number; [key: string]: unknown };
+  /** Sends a notification related to this request (progress, logging). */
+  sendNotification(notification: { method: string; params?: Record<string, unknown> }): Promise<void>;
+  /** The SDK v2 request context; absent on the SDK v1 path. */
+  ctx?: ServerContext;
+}
 
 export interface ToolDef<S extends z.ZodType = z.ZodType> {
   name: string;
@@ -24,7 +56,7 @@ export interface ToolDef<S extends z.ZodType = z.ZodType> {
   description: string;
   input: S;
   annotations?: ToolAnnotations;
-  handler(args: z.infer<S>, extra: ToolExtra): Promise<CallToolResult> | CallToolResult;
+  handler(args: z.infer<S>, extra: ToolExtra): Promise<ToolResult> | ToolResult;
 }
 
 export function defineTool<S extends z.ZodType>(def: ToolDef<S>): ToolDef {
@@ -51,12 +83,6 @@ export function toolJsonSchema(schema: z.ZodType): { type: 'object'; [k: string]
 
 /** Keys no argument object may carry: a client could otherwise reach an object's prototype through them. */
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
-
-/**
- * tools/call with its params as received. The SDK's CallToolRequestSchema silently drops an own `__proto__` key from
- * the arguments, so handlers register this schema instead and look at the raw arguments first (checkedCallRequest).
- */
-export const RawCallToolRequestSchema = z.object({ method: z.literal('tools/call'), params: z.unknown() });
 
 /**
  * What no tool schema may accept, anywhere in the arguments, as `path: reason`: an own `__proto__`, `constructor` or
@@ -86,52 +112,156 @@ export function argumentsIssue(args: unknown): string | undefined {
   return undefined;
 }
 
-/** The typed request from a raw one, or -32602 naming what no schema may accept (see argumentsIssue). */
-export function checkedCallRequest(raw: z.infer<typeof RawCallToolRequestSchema>): CallToolRequest {
-  const params = (typeof raw.params === 'object' && raw.params !== null ? raw.params : {}) as Record<string, unknown>;
-  const issue = argumentsIssue(params.arguments);
-  if (issue) {
-    throw new McpError(ErrorCode.InvalidParams, `invalid arguments for ${String(params.name).slice(0, 80)}: ${issue}`);
-  }
-  const parsed = CallToolRequestSchema.safeParse(raw);
-  if (!parsed.success)
-    throw new McpError(ErrorCode.InvalidParams, `invalid tools/call request: ${parsed.error.message}`);
-  return parsed.data;
+/** An error the SDK answers as JSON-RPC -32602 (both SDKs read the numeric `code` of what a handler throws). */
+function invalidParams(message: string): ProtocolError {
+  return new ProtocolError(ProtocolErrorCode.InvalidParams, message);
 }
 
-/** Installs tools/list and tools/call handlers for `tools` on a low-level server (capabilities must include tools). */
-export function serveTools(server: Server, tools: readonly ToolDef[]): void {
-  const byName = new Map(tools.map((t) => [t.name, t]));
-  const listed = tools.map((t) => ({
+/**
+ * The tool a tools/call names and its parsed arguments, or -32602 naming what is wrong: a non-object params, an
+ * argument no schema may accept (argumentsIssue), an unknown tool, or a schema violation with the argument's path.
+ */
+export function checkToolCall(
+  byName: ReadonlyMap<string, ToolDef>,
+  params: unknown,
+): { tool: ToolDef; args: unknown; meta?: Record<string, unknown> } {
+  const p = (typeof params === 'object' && params !== null ? params : {}) as Record<string, unknown>;
+  const issue = argumentsIssue(p.arguments);
+  if (issue) throw invalidParams(`invalid arguments for ${String(p.name).slice(0, 80)}: ${issue}`);
+  if (typeof p.name !== 'string') throw invalidParams('invalid tools/call request: params.name must be a string');
+  if (
+    p.arguments !== undefined &&
+    (typeof p.arguments !== 'object' || p.arguments === null || Array.isArray(p.arguments))
+  )
+    throw invalidParams(`invalid arguments for ${p.name.slice(0, 80)}: arguments must be an object`);
+  const tool = byName.get(p.name);
+  if (!tool) throw invalidParams(`unknown tool "${p.name.slice(0, 80)}"`);
+  const parsed = tool.input.safeParse(p.arguments ?? {});
+  if (!parsed.success) throw invalidParams(`invalid arguments for ${tool.name}: ${describeIssues(parsed.error)}`);
+  const meta = typeof p._meta === 'object' && p._meta !== null ? (p._meta as Record<string, unknown>) : undefined;
+  return { tool, args: parsed.data, meta };
+}
+
+/** tools/list answers by tool set: a server built per request reuses its set's listing and name index. */
+const listings = new WeakMap<
+  readonly ToolDef[],
+  { listed: ReturnType<typeof listedTools>; byName: Map<string, ToolDef> }
+>();
+
+function listingOf(tools: readonly ToolDef[]) {
+  let l = listings.get(tools);
+  if (!l) {
+    l = { listed: listedTools(tools), byName: new Map(tools.map((t) => [t.name, t])) };
+    listings.set(tools, l);
+  }
+  return l;
+}
+
+/** The tools/list entries for `tools`. */
+export function listedTools(tools: readonly ToolDef[]) {
+  return tools.map((t) => ({
     name: t.name,
     ...(t.title ? { title: t.title } : {}),
     description: t.description,
     inputSchema: toolJsonSchema(t.input),
     ...(t.annotations ? { annotations: t.annotations } : {}),
   }));
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));
-  server.setRequestHandler(RawCallToolRequestSchema, async (raw, extra) => {
-    const req = checkedCallRequest(raw);
-    const tool = byName.get(req.params.name);
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool "${req.params.name}"`);
-    const parsed = tool.input.safeParse(req.params.arguments ?? {});
-    if (!parsed.success) {
-      throw new McpError(
-        ErrorCode.InvalidParams,
-        `invalid arguments for ${tool.name}: ${describeIssues(parsed.error)}`,
-      );
-    }
-    return tool.handler(parsed.data, extra);
+}
+
+/** The era-neutral handler extra for an SDK v2 request context. */
+export function toolExtraOf(ctx: ServerContext): ToolExtra {
+  return {
+    signal: ctx.mcpReq.signal,
+    requestId: ctx.mcpReq.id,
+    _meta: ctx.mcpReq._meta as ToolExtra['_meta'],
+    sendNotification: (n) => ctx.mcpReq.notify(n),
+    ctx,
+  };
+}
+
+/**
+ * A tools/call the shared layer has checked, for a caller that wants to answer some calls itself (the Tasks
+ * extension answers a negotiated call with a task handle instead of running the tool in the request).
+ */
+export type ToolCallInterceptor = (
+  call: { tool: ToolDef; args: unknown },
+  extra: ToolExtra,
+) => Promise<Record<string, unknown>> | undefined;
+
+export interface ServeToolsOptions {
+  /** Consulted after the arguments passed their schema; a returned promise answers the call instead of the tool. */
+  intercept?: ToolCallInterceptor;
+}
+
+/**
+ * Installs tools/list and tools/call handlers for `tools` on a low-level server (capabilities must include tools).
+ * An SDK v2 Server serves both protocol eras; an SDK v1 Server is still accepted until the providers and attach move.
+ */
+export function serveTools(server: Server | V1Server, tools: readonly ToolDef[], opts: ServeToolsOptions = {}): void {
+  if (!(server instanceof Server)) {
+    serveToolsV1(server, tools);
+    return;
+  }
+  const { listed, byName } = listingOf(tools);
+  server.setRequestHandler('tools/list', () => ({ tools: listed }));
+  // The schemas form hands the params over as received: the spec schema would drop an own `__proto__` key from the
+  // arguments before argumentsIssue could see it.
+  server.setRequestHandler('tools/call', { params: rawParams }, async (params, ctx) => {
+    const call = checkToolCall(byName, params);
+    const extra = toolExtraOf(ctx);
+    const intercepted = opts.intercept?.(call, extra);
+    if (intercepted) return (await intercepted) as CallToolResult;
+    return server.projectCallToolResult((await call.tool.handler(call.args, extra)) as CallToolResult, undefined);
   });
 }
 
+/** Params exactly as the client sent them (validated by checkToolCall, not here). */
+const rawParams = z.custom<Record<string, unknown>>(() => true);
+
+// ------------------------------------------------------------ SDK v1 (until providers and attach move to v2)
+
+/**
+ * tools/call with its params as received. The SDK's CallToolRequestSchema silently drops an own `__proto__` key from
+ * the arguments, so handlers register this schema instead and look at the raw arguments first (checkedCallRequest).
+ */
+export const RawCallToolRequestSchema = z.object({ method: z.literal('tools/call'), params: z.unknown() });
+
+/** The typed SDK v1 request from a raw one, or -32602 naming what no schema may accept (see argumentsIssue). */
+export function checkedCallRequest(raw: z.infer<typeof RawCallToolRequestSchema>): V1CallToolRequest {
+  const params = (typeof raw.params === 'object' && raw.params !== null ? raw.params : {}) as Record<string, unknown>;
+  const issue = argumentsIssue(params.arguments);
+  if (issue) {
+    throw new V1McpError(
+      V1ErrorCode.InvalidParams,
+      `invalid arguments for ${String(params.name).slice(0, 80)}: ${issue}`,
+    );
+  }
+  const parsed = V1CallToolRequestSchema.safeParse(raw);
+  if (!parsed.success)
+    throw new V1McpError(V1ErrorCode.InvalidParams, `invalid tools/call request: ${parsed.error.message}`);
+  return parsed.data;
+}
+
+function serveToolsV1(server: V1Server, tools: readonly ToolDef[]): void {
+  const byName = new Map(tools.map((t) => [t.name, t]));
+  const listed = listedTools(tools);
+  server.setRequestHandler(V1ListToolsRequestSchema, () => ({ tools: listed }));
+  server.setRequestHandler(RawCallToolRequestSchema, async (raw, extra) => {
+    const req = checkedCallRequest(raw);
+    const { tool, args } = checkToolCall(byName, req.params);
+    return (await tool.handler(args, extra as ToolExtra)) as never;
+  });
+}
+
+// ------------------------------------------------------------ results
+
 /** A successful result carrying the same object as JSON text and as structuredContent. */
-export function jsonResult(value: Record<string, unknown>): CallToolResult {
+export function jsonResult(value: Record<string, unknown>): TextToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(value) }], structuredContent: value };
 }
 
 /** A tool-level failure the caller can read and act on (not a protocol error). */
-export function toolError(message: string, extra: Record<string, unknown> = {}): CallToolResult {
+export function toolError(message: string, extra: Record<string, unknown> = {}): TextToolResult {
   const structuredContent = { error: message, ...extra };
   return { content: [{ type: 'text', text: message }], structuredContent, isError: true };
 }

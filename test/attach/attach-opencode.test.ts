@@ -1,32 +1,31 @@
-// `baton attach` end to end: the official MCP SDK client over stdio drives a real `baton attach` child, which talks to
+// `baton attach` end to end: the official MCP SDK v2 client at 2026-07-28 over stdio drives a real `baton attach` child, which talks to
 // a real `opencode serve` pointed at the suite's chat-completions mock. One opencode and one attach child for the file.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Client } from '@modelcontextprotocol/client';
 import { type StartedOpenCodeServer, startOpenCodeServer } from '../../src/agents/opencode/serve.ts';
 import { ConnectionRegistry } from '../../src/faces/attach/connections.ts';
 import { type ChatMock, opencodeEnv, startChatMock } from '../mock-models/chat-completions.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins, NODE_CACHE_ENV, REPO_ROOT } from '../support/bins.ts';
+import { type StdioClient, spawnStdioClient } from '../support/stdio-client.ts';
 
 const PLANTED_CODEX_TOKEN = 'planted-codex-remote-token-4c1e9a';
 
 let mock: ChatMock;
 let opencode: StartedOpenCodeServer;
+let attach: StdioClient;
 let client: Client;
-let stderr = '';
 let root: string;
 let project: string;
 let otherProject: string;
 const outputs: string[] = [];
 
 async function call(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
-  const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
+  const result = await client.callTool({ name, arguments: args });
   outputs.push(JSON.stringify(result));
   return result;
 }
@@ -69,7 +68,7 @@ describe('baton attach against a real opencode serve', () => {
       cwd: project,
       printLogs: true,
     });
-    const transport = new StdioClientTransport({
+    attach = await spawnStdioClient({
       command: process.execPath,
       args: [join(REPO_ROOT, 'bin', 'baton.js'), 'attach'],
       env: {
@@ -80,13 +79,8 @@ describe('baton attach against a real opencode serve', () => {
         OPENCODE_SERVER_PASSWORD: opencode.password,
         CODEX_REMOTE_TOKEN: PLANTED_CODEX_TOKEN,
       },
-      stderr: 'pipe',
     });
-    transport.stderr?.on('data', (d: Buffer) => {
-      stderr += d.toString('utf8');
-    });
-    client = new Client({ name: 'attach-test', version: '1.0.0' });
-    await client.connect(transport);
+    client = attach.client;
   });
 
   after(async () => {
@@ -96,7 +90,7 @@ describe('baton attach against a real opencode serve', () => {
     await mock?.close();
     rmSync(root, { recursive: true, force: true });
     // SE-1: no planted or generated credential anywhere in what the child said.
-    const everything = [...outputs, stderr].join('\n');
+    const everything = [...outputs, attach?.stderr() ?? ''].join('\n');
     const basic = Buffer.from(`opencode:${opencode.password}`).toString('base64');
     for (const secret of [opencode.password, basic, PLANTED_CODEX_TOKEN])
       assert.ok(!everything.includes(secret), 'a credential leaked into tool output or stderr');

@@ -1,5 +1,5 @@
-// The registrar on a host-owned McpServer that already has its own tools, through the official SDK client over an
-// in-memory transport. Harness connections here are in-memory fakes (this file says so); the real servers are used in
+// The registrar on a host-owned MCP SDK v2 McpServer that already has its own tools, through the official SDK v2 client
+// over an in-memory transport. Harness connections here are in-memory fakes (this file says so); the real servers are used in
 // attach-opencode.test.ts.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -7,10 +7,8 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { Client } from '@modelcontextprotocol/client';
+import { InMemoryTransport, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { ConnectionRegistry } from '../../src/faces/attach/connections.ts';
 import type { ConnectRequest, HarnessConnection } from '../../src/faces/attach/harness.ts';
@@ -64,20 +62,20 @@ describe('CrossHarnessMcpToolRegistrar (LB-4)', () => {
     const client = await connectClient(server);
     const names = (await client.listTools()).tools.map((t) => t.name).sort();
     assert.deepEqual(names, ['host_echo', ...ATTACH_TOOL_NAMES].sort());
-    const echoed = (await client.callTool({ name: 'host_echo', arguments: { text: 'hi' } })) as CallToolResult;
+    const echoed = await client.callTool({ name: 'host_echo', arguments: { text: 'hi' } });
     assert.deepEqual(echoed.content, [{ type: 'text', text: 'hi' }]);
-    const connected = (await client.callTool({
+    const connected = await client.callTool({
       name: 'connect_harness',
       arguments: { harness: 'opencode', serverUrl: OC, directory: '/srv' },
-    })) as CallToolResult;
+    });
     assert.ok(!connected.isError);
     // On a host's McpServer the SDK reports schema violations as tool errors naming the field (SE-4).
-    const invalid = (await client.callTool({
+    const invalid = await client.callTool({
       name: 'list_chats',
       arguments: { connectionId: 'c', limit: 0 },
-    })) as CallToolResult;
+    });
     assert.equal(invalid.isError, true);
-    assert.match(JSON.stringify(invalid.content), /-32602.*limit/);
+    assert.match(JSON.stringify(invalid.content), /Invalid arguments for tool list_chats: limit/);
     assert.equal(registrar.connections.list().length, 1);
 
     await assert.rejects(registrar.close(), /still connected/);

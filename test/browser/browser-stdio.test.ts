@@ -1,5 +1,5 @@
-// The browser provider's stdio edges without any lease: fail closed with no helper, bounded client frames (SE-5),
-// and every child reaped when stdin closes (P-GEN).
+// The browser provider's stdio edges without any lease: fail closed with no helper (for SDK v1, and SDK v2 at
+// 2026-07-28 through the proxy), bounded client frames (SE-5), and every child reaped when stdin closes (P-GEN).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -7,8 +7,9 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { REPO_ROOT } from '../support/bins.ts';
 import { until } from '../support/poll.ts';
+import { spawnV1StdioClient } from '../support/stdio-client.ts';
 import { tempDir } from '../support/tmp.ts';
-import { alive, childrenOf, makeBox, startBaton, text } from './support.ts';
+import { alive, batonLaunch, childrenOf, makeBox, startBaton, text } from './support.ts';
 
 const env = {
   ...process.env,
@@ -16,10 +17,13 @@ const env = {
   CHROME_DEVTOOLS_MCP_NO_UPDATE_CHECKS: '1',
 };
 
-test('without a lease command every browser call fails closed; tools/list still works', async (t) => {
+test('without a lease command every browser call fails closed; tools/list still works (2026-07-28 client)', async (t) => {
   const box = makeBox(tempDir(t, 'baton-browser-stdio-'), 'none');
-  const baton = await startBaton(box, [], { withoutLeaseCommand: true });
+  // The proxy passes frames through, so the era is chrome-devtools-mcp's: 1.11 answers `server/discover` with -32601
+  // and the 2026-07-28 client settles on `initialize`.
+  const baton = await startBaton(box, [], { withoutLeaseCommand: true, era: 'auto' });
   try {
+    assert.equal(baton.client.getProtocolEra(), 'legacy');
     assert.ok((await baton.client.listTools()).tools.length > 10);
     const result = await baton.call('list_pages');
     assert.equal(result.isError, true);
@@ -27,6 +31,20 @@ test('without a lease command every browser call fails closed; tools/list still 
     assert.deepEqual(box.calls(), []);
   } finally {
     await baton.close();
+  }
+});
+
+test('an SDK v1 client (2025 protocol) gets the same fail-closed answer', async (t) => {
+  const box = makeBox(tempDir(t, 'baton-browser-stdio-'), 'none-v1');
+  const v1 = await spawnV1StdioClient(batonLaunch(box, [], { withoutLeaseCommand: true }));
+  try {
+    assert.ok((await v1.client.listTools()).tools.length > 10);
+    const result = await v1.client.callTool({ name: 'list_pages', arguments: {} });
+    assert.equal(result.isError, true);
+    assert.match(JSON.stringify(result.content), /GUI not verified — no browser box available/);
+    assert.deepEqual(box.calls(), []);
+  } finally {
+    await v1.close();
   }
 });
 

@@ -1,13 +1,14 @@
 // Shared pieces for the browser provider tests: the test lease helper ("box"), a local page server, and a baton
-// spawned through the official MCP SDK client over stdio.
+// spawned through the official MCP SDK v2 client over stdio (2025 era by default: chrome-devtools-mcp asks the client
+// for its roots, a server→client request the 2026-07-28 era no longer has).
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { type CallToolResult, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Client } from '@modelcontextprotocol/client';
+import type { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { REPO_ROOT } from '../support/bins.ts';
+import { type ClientEra, type Launch, spawnStdioClient } from '../support/stdio-client.ts';
 
 export const LEASE_HELPER = join(REPO_ROOT, 'test', 'fixtures', 'browser-lease-helper.ts');
 const BATON = join(REPO_ROOT, 'bin', 'baton.js');
@@ -77,15 +78,12 @@ export interface BatonClient {
   close(): Promise<void>;
 }
 
-export async function startBaton(
-  box: Box,
-  extraArgs: string[],
-  opts: { withoutLeaseCommand?: boolean } = {},
-): Promise<BatonClient> {
+/** `baton mcp --provider browser` for `box`, as the test client spawns it. */
+export function batonLaunch(box: Box, extraArgs: string[], opts: { withoutLeaseCommand?: boolean } = {}): Launch {
   const lease = opts.withoutLeaseCommand
     ? []
     : ['--browser-lease-command', JSON.stringify([process.execPath, LEASE_HELPER])];
-  const transport = new StdioClientTransport({
+  return {
     command: process.execPath,
     args: [BATON, 'mcp', '--provider', 'browser', ...lease, ...extraArgs],
     env: {
@@ -94,19 +92,26 @@ export async function startBaton(
       CHROME_DEVTOOLS_MCP_NO_USAGE_STATISTICS: '1',
       CHROME_DEVTOOLS_MCP_NO_UPDATE_CHECKS: '1',
     },
-    stderr: 'pipe',
-  });
-  let stderr = '';
-  transport.stderr?.on('data', (d: Buffer) => {
-    stderr += d.toString('utf8');
-  });
-  const client = new Client({ name: 'baton-browser-test', version: '1.0.0' }, { capabilities: { roots: {} } });
+  };
+}
+
+export async function startBaton(
+  box: Box,
+  extraArgs: string[],
+  opts: { withoutLeaseCommand?: boolean; era?: ClientEra } = {},
+): Promise<BatonClient> {
   let roots = 0;
-  client.setRequestHandler(ListRootsRequestSchema, () => {
-    roots++;
-    return { roots: [{ uri: `file://${box.dir}`, name: 'box' }] };
+  const legacy = (opts.era ?? '2025') === '2025';
+  const { client, transport, stderr } = await spawnStdioClient(batonLaunch(box, extraArgs, opts), opts.era ?? '2025', {
+    ...(legacy ? { capabilities: { roots: {} } } : {}),
+    configure: (c) => {
+      if (!legacy) return;
+      c.setRequestHandler('roots/list', () => {
+        roots++;
+        return { roots: [{ uri: `file://${box.dir}`, name: 'box' }] };
+      });
+    },
   });
-  await client.connect(transport);
   // Any initialize result after connect would be a duplicate leaked from a replayed initialize.
   let lateInitializeResults = 0;
   const deliver = transport.onmessage;
@@ -120,8 +125,8 @@ export async function startBaton(
     client,
     transport,
     rootsRequests: () => roots,
-    stderr: () => stderr,
-    call: (name, args = {}) => client.callTool({ name, arguments: args }) as Promise<CallToolResult>,
+    stderr,
+    call: (name, args = {}) => client.callTool({ name, arguments: args }),
     close: () => client.close(),
   };
 }

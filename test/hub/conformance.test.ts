@@ -1,7 +1,8 @@
 // The official MCP conformance suite (@modelcontextprotocol/conformance) against a hub endpoint. The suite has no
 // option for credentials, so a loopback proxy owned by this test adds the caller's bearer token and maps its own
 // host:port to the hub's; everything else (including foreign Host/Origin headers) passes through unchanged.
-// Scenarios that cannot apply to baton are listed with their reasons in conformance-baseline.yml.
+// Scenarios that cannot apply to baton are listed with their reasons in conformance-baseline.yml. It runs once per
+// protocol era, each with the requirement set of that revision (conformance 0.2.0-alpha.12).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
@@ -42,23 +43,31 @@ test('MCP conformance suite against /mcp/alice (expected failures only where a s
     proxy.close();
   });
   const url = `http://localhost:${(proxy.address() as AddressInfo).port}/mcp/alice`;
-  const result = await new Promise<{ code: number; out: string }>((resolve) => {
-    execFile(
-      process.execPath,
-      [
-        join(REPO_ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js'),
-        'server',
-        '--url',
-        url,
-        '--expected-failures',
-        join(REPO_ROOT, 'test', 'hub', 'conformance-baseline.yml'),
-        '--output-dir',
-        join(dir, 'results'),
-      ],
-      { cwd: dir, maxBuffer: 16 * 1024 * 1024, timeout: 240_000 },
-      (err, stdout, stderr) =>
-        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
-    );
-  });
-  assert.equal(result.code, 0, result.out.slice(-6000));
+  // One run per protocol era: a revision's requirement set runs its scenarios at that revision's wire (the 2025-11-25
+  // initialize handshake with a session; 2026-07-28 stateless with per-request _meta).
+  for (const revision of ['2025-11-25', '2026-07-28']) {
+    await t.test(`requirements of ${revision}`, async () => {
+      const result = await new Promise<{ code: number; out: string }>((resolve) => {
+        execFile(
+          process.execPath,
+          [
+            join(REPO_ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js'),
+            'server',
+            '--url',
+            url,
+            '--requirements',
+            revision,
+            '--expected-failures',
+            join(REPO_ROOT, 'test', 'hub', 'conformance-baseline.yml'),
+            '--output-dir',
+            join(dir, `results-${revision}`),
+          ],
+          { cwd: dir, maxBuffer: 16 * 1024 * 1024, timeout: 240_000 },
+          (err, stdout, stderr) =>
+            resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+        );
+      });
+      assert.equal(result.code, 0, result.out.slice(-6000));
+    });
+  }
 });

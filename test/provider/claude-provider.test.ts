@@ -8,13 +8,19 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Client } from '@modelcontextprotocol/client';
+import type { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { AnthropicMock, isolatedClaudeEnv } from '../mock-models/anthropic.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins, REPO_ROOT } from '../support/bins.ts';
 import { WaitBudget } from '../support/poll.ts';
+import {
+  type ClientEra,
+  type Launch,
+  StdioTasksRequester,
+  spawnStdioClient,
+  spawnV1StdioClient,
+} from '../support/stdio-client.ts';
 
 const SECRET = 'sk-planted-SECRET-7f3a9c21e8';
 const INTERIM = 'interim-musing-that-must-stay-private';
@@ -32,8 +38,8 @@ interface Connected {
   stderr: () => string;
 }
 
-async function connect(extraArgs: string[] = [], extraEnv: Record<string, string> = {}): Promise<Connected> {
-  const transport = new StdioClientTransport({
+function launch(extraArgs: string[] = [], extraEnv: Record<string, string> = {}): Launch {
+  return {
     command: process.execPath,
     args: [
       join(REPO_ROOT, 'bin/baton.js'),
@@ -46,21 +52,23 @@ async function connect(extraArgs: string[] = [], extraEnv: Record<string, string
     ],
     env: { ...(isolatedClaudeEnv(mock.origin, root) as Record<string, string>), ...extraEnv },
     cwd: workspace,
-    stderr: 'pipe',
-  });
-  let stderr = '';
-  transport.stderr?.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  const client = new Client({ name: 'baton-test', version: '0' });
-  await client.connect(transport);
+  };
+}
+
+/** The provider under the SDK v2 client, by default at 2026-07-28; every frame it receives is recorded. */
+async function connect(
+  extraArgs: string[] = [],
+  extraEnv: Record<string, string> = {},
+  era: ClientEra = '2026-07-28',
+): Promise<Connected> {
+  const { client, transport, stderr } = await spawnStdioClient(launch(extraArgs, extraEnv), era);
   const frames: string[] = [];
   const deliver = transport.onmessage;
   transport.onmessage = (msg) => {
     frames.push(JSON.stringify(msg));
     deliver?.(msg);
   };
-  return { client, transport, frames, stderr: () => stderr };
+  return { client, transport, frames, stderr };
 }
 
 let conn: Connected;
@@ -108,7 +116,6 @@ test('claude_code returns the answer, sends progress, and runs Claude as a pinne
   const progress: string[] = [];
   const res = (await conn.client.callTool(
     { name: 'claude_code', arguments: { prompt: 'review this', model: 'ignored', effort: 'low', config: {} } },
-    undefined,
     { onprogress: (p) => progress.push(p.message ?? '') },
   )) as CallToolResult;
   assert.equal(res.isError, undefined);
@@ -125,6 +132,31 @@ test('claude_code returns the answer, sends progress, and runs Claude as a pinne
   const body = JSON.stringify(sent);
   assert.ok(body.includes('leaf reviewer'), 'the leaf-reviewer instruction is appended');
   assert.ok(body.includes('Do not run tests'));
+});
+
+test('2025-era clients, SDK v2 and SDK v1, get the same tools, -32602 and answers', async () => {
+  const v2 = await connect([], {}, '2025');
+  const v1 = await spawnV1StdioClient(launch());
+  try {
+    for (const client of [v2.client, v1.client] as const) {
+      const { tools } = await client.listTools();
+      assert.ok(tools.some((t) => t.name === 'claude_code'));
+      await assert.rejects(
+        client.callTool({ name: 'claude-status', arguments: { jobId: 'x', cursor: 0, wait_ms: 60_001 } }),
+        (err: { code?: number }) => err.code === -32602,
+      );
+    }
+    mock.push({ kind: 'text', text: 'answer for v2' }, { kind: 'text', text: 'answer for v1' });
+    assert.equal(
+      textOf(await v2.client.callTool({ name: 'claude_code', arguments: { prompt: 'a' } })),
+      'answer for v2',
+    );
+    const viaV1 = (await v1.client.callTool({ name: 'claude_code', arguments: { prompt: 'b' } })) as CallToolResult;
+    assert.equal(textOf(viaV1), 'answer for v1');
+  } finally {
+    await v2.client.close();
+    await v1.close();
+  }
 });
 
 test('claude_code: is_error becomes an MCP tool error', async () => {
@@ -246,6 +278,47 @@ test('limits: wait_ms over 60,000 is -32602; a relative cwd is refused; the 9th 
   await mock.waitForMessages(() => mock.messageRequests.length >= seen + 8, 60_000);
   await Promise.all(ids.map((jobId) => call('claude-cancel', { jobId })));
   gate.open();
+});
+
+test('Tasks extension (2026-07-28): claude_code becomes a task with the blocking answer; tasks/cancel stops one', async () => {
+  const tasks = await StdioTasksRequester.open(launch());
+  try {
+    // Declared: a task handle at once, then tasks/get (long-polling) until it carries the blocking call's answer.
+    mock.push({ kind: 'text', text: 'answer through a task' });
+    const created = await tasks.request('tools/call', { name: 'claude_code', arguments: { prompt: 'as a task' } });
+    assert.equal(created.result?.resultType, 'task', JSON.stringify(created));
+    const taskId = created.result!.taskId as string;
+    assert.equal(created.result!.status, 'working');
+    const done = await tasks.until(taskId, (task) => task.status !== 'working');
+    assert.equal(done.status, 'completed');
+    assert.deepEqual(done.result, { content: [{ type: 'text', text: 'answer through a task' }] });
+    // The task is the claude-start job: the job tools see it under the same id.
+    const status = await tasks.request('tools/call', {
+      name: 'claude-status',
+      arguments: { jobId: taskId, cursor: 0 },
+    });
+    assert.equal((status.result!.structuredContent as { state: string }).state, 'completed');
+
+    // tasks/cancel stops a running review (its model call is held open) and the task ends cancelled.
+    const gate = new Gate();
+    mock.push({ kind: 'stall', gate, text: 'thinking' });
+    const seen = mock.messageRequests.length;
+    const running = await tasks.request('tools/call', { name: 'claude_code', arguments: { prompt: 'long' } });
+    const runningId = running.result!.taskId as string;
+    await mock.waitForMessages(() => mock.messageRequests.length > seen);
+    assert.equal((await tasks.request('tasks/cancel', { taskId: runningId })).result?.resultType, 'complete');
+    gate.open();
+    assert.equal((await tasks.until(runningId, (task) => task.status !== 'working')).status, 'cancelled');
+    assert.equal((await tasks.request('tasks/get', { taskId: 'no-such-task' })).error?.code, -32602);
+
+    // Not declared: the same call blocks and answers as before.
+    mock.push({ kind: 'text', text: 'a plain answer' });
+    const plain = await tasks.request('tools/call', { name: 'claude_code', arguments: { prompt: 'plain' } }, false);
+    assert.equal(plain.result?.resultType, 'complete');
+    assert.deepEqual(plain.result?.content, [{ type: 'text', text: 'a plain answer' }]);
+  } finally {
+    await tasks.close();
+  }
 });
 
 test('a disconnect cancels active reviews and reaps their process groups before the server exits', async () => {

@@ -5,10 +5,11 @@ import assert from 'node:assert/strict';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/client';
 import { httpError, MOCK_MODEL, ResponsesMock, reply, userTexts } from '../mock-models/responses.ts';
 import { bins } from '../support/bins.ts';
 import { until } from '../support/poll.ts';
+import { spawnV1StdioClient } from '../support/stdio-client.ts';
 import {
   type Connected,
   connectProvider,
@@ -16,6 +17,7 @@ import {
   makeLayout,
   OTHER_MODEL,
   PLANTED_SECRET,
+  providerLaunch,
   textOf,
 } from './codex/harness.ts';
 
@@ -95,7 +97,8 @@ test('unknown, missing or invalid arguments are -32602 before Codex starts', asy
   for (const [name, args, message] of refused) {
     await assert.rejects(
       conn.call(name, args),
-      (err: unknown) => err instanceof McpError && err.code === ErrorCode.InvalidParams && message.test(err.message),
+      (err: unknown) =>
+        err instanceof ProtocolError && err.code === ProtocolErrorCode.InvalidParams && message.test(err.message),
       `${name} ${JSON.stringify(args)}`,
     );
   }
@@ -189,6 +192,29 @@ test('isolated home under tmp/codex-homes: private modes, exact config, auth sna
   assert.doesNotMatch(conn.stderr(), new RegExp(PLANTED_SECRET));
 });
 
+test('an SDK v1 client (2025 protocol) gets the same contract: tools, -32602, a reply on the same thread', async () => {
+  const v1 = await spawnV1StdioClient(providerLaunch(bins.codex(), layout, mock));
+  try {
+    const { tools } = await v1.client.listTools();
+    assert.ok(tools.some((t) => t.name === 'codex-reply'));
+    await assert.rejects(
+      v1.client.callTool({ name: 'codex', arguments: { prompt: 'p', cwd: layout.workspace } }),
+      (err: unknown) => (err as { code?: number }).code === -32602 && /sandbox/.test((err as Error).message),
+    );
+    mock.push(reply('v1 answer'));
+    const res = (await v1.client.callTool(
+      { name: 'codex-reply', arguments: { threadId, prompt: 'from v1' } },
+      undefined,
+      {
+        timeout: 120_000,
+      },
+    )) as CallToolResult;
+    assert.equal(textOf(res), 'v1 answer');
+  } finally {
+    await v1.close();
+  }
+});
+
 test('codex-reply works across a bridge restart (thread/resume); auth invalidation then refuses new turns', async () => {
   await conn.close();
   conn = await connectProvider(bins.codex(), layout, mock);
@@ -213,7 +239,7 @@ test('codex-reply works across a bridge restart (thread/resume); auth invalidati
     assert.equal(codeOf(refused).code, 'codex_auth_invalidated', name);
   }
   assert.equal(mock.turns.length, turns, 'refused locally');
-  await conn.client.ping();
+  await conn.responsive();
   const peek = await conn.call('codex-peek', {});
   assert.deepEqual(peek.structuredContent, { turns: [], abandonedTurnsProcessWide: 0 });
   const status = await conn.call('codex-status', { jobId: 'nope', cursor: 0 });

@@ -3,12 +3,20 @@
 // interval, commentary and result paging, peek rows, cancel, and a disconnect that cancels jobs and reaps Codex.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/client';
 import { ResponsesMock, type ResponsesStep, reply, stalledReply } from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
 import { until } from '../support/poll.ts';
-import { type Connected, codexProcessesUnder, connectProvider, type Layout, makeLayout } from './codex/harness.ts';
+import { StdioTasksRequester } from '../support/stdio-client.ts';
+import {
+  type Connected,
+  codexProcessesUnder,
+  connectProvider,
+  type Layout,
+  makeLayout,
+  providerLaunch,
+} from './codex/harness.ts';
 
 let mock: ResponsesMock;
 let layout: Layout;
@@ -139,7 +147,7 @@ test('a job: lifecycle moves the cursor at once, progress is coalesced; commenta
 test('codex-cancel is a lifecycle change; wait_ms is bounded to 60,000', async () => {
   await assert.rejects(
     conn.call('codex-status', { jobId: 'x', cursor: 0, wait_ms: 60_001 }),
-    (e: unknown) => e instanceof McpError && e.code === ErrorCode.InvalidParams,
+    (e: unknown) => e instanceof ProtocolError && e.code === ProtocolErrorCode.InvalidParams,
   );
   const gate = new Gate();
   mock.push(stalledReply(gate));
@@ -157,6 +165,40 @@ test('codex-cancel is a lifecycle change; wait_ms is bounded to 60,000', async (
   assert.deepEqual(peek.turns, []);
   assert.equal(peek.abandonedTurnsProcessWide, 0, 'Codex acknowledged the interrupt');
   gate.open();
+});
+
+test('Tasks extension (2026-07-28): codex and codex-reply become jobs whose tasks carry the blocking answer', async () => {
+  const own = makeLayout('baton-codex-tasks-');
+  const tasks = await StdioTasksRequester.open(providerLaunch(bins.codex(), own, mock));
+  try {
+    mock.push(reply('task answer'), reply('task reply'));
+    const created = await tasks.request('tools/call', {
+      name: 'codex',
+      arguments: { prompt: 'as a task', sandbox: 'read-only', cwd: own.workspace },
+    });
+    assert.equal(created.result?.resultType, 'task', JSON.stringify(created));
+    const taskId = created.result!.taskId as string;
+    const done = await tasks.until(taskId, (task) => task.status !== 'working');
+    assert.equal(done.status, 'completed');
+    const answer = done.result as { content: Array<{ text: string }>; structuredContent: Record<string, string> };
+    assert.equal(answer.content[0]!.text, 'task answer');
+    assert.equal(answer.structuredContent.content, 'task answer');
+    const threadId = answer.structuredContent.threadId!;
+    assert.match(threadId, /^[0-9a-f-]{36}$/, 'the thread to continue, as the blocking call returns it');
+    // The task is a job: codex-status knows it by the same id.
+    const job = await tasks.request('tools/call', { name: 'codex-status', arguments: { jobId: taskId, cursor: 0 } });
+    assert.equal((job.result!.structuredContent as { state: string }).state, 'completed');
+
+    const replied = await tasks.request('tools/call', { name: 'codex-reply', arguments: { threadId, prompt: 'more' } });
+    const again = await tasks.until(replied.result!.taskId as string, (task) => task.status !== 'working');
+    assert.deepEqual((again.result as { structuredContent: unknown }).structuredContent, {
+      threadId,
+      content: 'task reply',
+    });
+  } finally {
+    await tasks.close();
+    own.cleanup();
+  }
 });
 
 test('a disconnect cancels every non-terminal job and reaps the Codex process groups', async () => {

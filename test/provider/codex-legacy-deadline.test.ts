@@ -4,7 +4,7 @@
 // Its own file so it runs beside the longer legacy tests.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError } from '@modelcontextprotocol/client';
 import { ResponsesMock, reply, stalledReply } from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
@@ -28,14 +28,14 @@ test('hard deadline on legacy Codex: -32001 for that call, the connection stays 
   const dir = makeLayout('baton-codex-legacy-hard-');
   // At most 2 late responses pending: Codex answers an expired call with turn_aborted, never a response, so the
   // bridge must stop waiting for one or the second expiry would end it.
-  const hard = await connectProvider(bins.codexLegacy(), dir, mock, [
-    '--timeout',
-    '1',
-    '--codex_idle_timeout',
-    '0',
-    '--codex-max-suppressed',
-    '2',
-  ]);
+  const hard = await connectProvider(
+    bins.codexLegacy(),
+    dir,
+    mock,
+    ['--timeout', '1', '--codex_idle_timeout', '0', '--codex-max-suppressed', '2'],
+    {},
+    '2025',
+  );
   try {
     const gate = new Gate();
     gates.push(gate);
@@ -44,10 +44,10 @@ test('hard deadline on legacy Codex: -32001 for that call, the connection stays 
       mock.push(stalledReply(gate));
       await assert.rejects(
         hard.call('codex', { prompt, sandbox: 'read-only', cwd: dir.workspace }),
-        (e: unknown) => e instanceof McpError && e.code === -32001 && /1 s hard deadline/.test(e.message),
+        (e: unknown) => e instanceof ProtocolError && e.code === -32001 && /1 s hard deadline/.test(e.message),
       );
       await aborted;
-      await hard.client.ping();
+      await hard.responsive();
     }
     const peek = sc<{ turns: unknown[]; abandonedTurnsProcessWide: number }>(await hard.call('codex-peek', {}));
     assert.deepEqual(peek.turns, []);

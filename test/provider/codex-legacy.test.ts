@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/client';
 import {
   httpError,
   MOCK_MODEL,
@@ -43,7 +43,7 @@ const gates: Gate[] = [];
 before(async () => {
   mock = await ResponsesMock.start();
   layout = makeLayout('baton-codex-legacy-');
-  conn = await connectProvider(bins.codexLegacy(), layout, mock, ['--goal', 'LEGACY-DEFAULT-GOAL']);
+  conn = await connectProvider(bins.codexLegacy(), layout, mock, ['--goal', 'LEGACY-DEFAULT-GOAL'], {}, '2025');
 });
 after(async () => {
   for (const g of gates) g.open();
@@ -104,11 +104,33 @@ test('tools/list is rewritten to the curated schemas plus the job tools; bad arg
   ]) {
     await assert.rejects(
       conn.call('codex', args),
-      (e: unknown) => e instanceof McpError && e.code === ErrorCode.InvalidParams,
+      (e: unknown) => e instanceof ProtocolError && e.code === ProtocolErrorCode.InvalidParams,
       JSON.stringify(args),
     );
   }
   assert.equal(mock.turns.length, turns, 'Codex never started a turn');
+});
+
+test('a 2026-07-28 client probing legacy Codex falls back to the 2025 handshake and gets the same tools', async () => {
+  // Legacy Codex's own server only speaks the 2025 protocol; the bridge passes the probe through and the SDK v2
+  // client's `auto` negotiation settles on `initialize`.
+  const modern = await connectProvider(bins.codexLegacy(), layout, mock, [], {}, 'auto');
+  try {
+    assert.equal(modern.client.getProtocolEra(), 'legacy');
+    const { tools } = await modern.client.listTools();
+    assert.ok(
+      tools.some(
+        (t) =>
+          t.name === 'codex' && (t.inputSchema as { additionalProperties?: boolean }).additionalProperties === false,
+      ),
+    );
+    await assert.rejects(
+      modern.call('codex', { prompt: 'p', sandbox: 'read-only', config: {} }),
+      (e: unknown) => e instanceof ProtocolError && e.code === ProtocolErrorCode.InvalidParams,
+    );
+  } finally {
+    await modern.close();
+  }
 });
 
 let threadId = '';
@@ -127,7 +149,6 @@ test('codex / codex-reply on legacy Codex: seed shape, goal, curated model and e
         model_reasoning_effort: 'high',
       },
     },
-    undefined,
     { onprogress: (p) => progress.push(p.message ?? ''), timeout: 120_000 },
   )) as Awaited<ReturnType<Connected['call']>>;
   assert.equal(textOf(res), 'legacy answer');
@@ -216,7 +237,6 @@ test('cancel on legacy Codex: codex-cancel stops a job and the command it runs, 
   const controller = new AbortController();
   const call = conn.client.callTool(
     { name: 'codex', arguments: { prompt: 'cancel me', sandbox: 'read-only', cwd: layout.workspace } },
-    undefined,
     { signal: controller.signal, timeout: 120_000 },
   );
   await reached;
@@ -320,14 +340,14 @@ test('misbehaving Codex (shim): auth invalidation, idle expiry, result recovery,
   const dir = makeLayout('baton-codex-shim-');
   const setMode = (mode: Record<string, boolean>) =>
     writeFileSync(join(dir.launchDir, 'shim-mode.json'), JSON.stringify(mode));
-  const shimmed = await connectProvider(SHIM, dir, mock, [
-    '--codex_idle_timeout',
-    '1.5',
-    '--codex-cancel-grace',
-    '1',
-    '--codex-terminal-grace',
-    '0.3',
-  ]);
+  const shimmed = await connectProvider(
+    SHIM,
+    dir,
+    mock,
+    ['--codex_idle_timeout', '1.5', '--codex-cancel-grace', '1', '--codex-terminal-grace', '0.3'],
+    {},
+    '2025',
+  );
   try {
     // Terminal result recovery: Codex completed the task but never answered the call.
     setMode({ withholdResponses: true });
@@ -343,7 +363,7 @@ test('misbehaving Codex (shim): auth invalidation, idle expiry, result recovery,
     mock.push(stalledReply(gate));
     await assert.rejects(
       shimmed.call('codex', { prompt: 'stall', sandbox: 'read-only', cwd: dir.workspace }),
-      (e: unknown) => e instanceof McpError && e.code === -32001,
+      (e: unknown) => e instanceof ProtocolError && e.code === -32001,
     );
     gate.open();
     mock.push(reply('alive'));
@@ -361,7 +381,6 @@ test('misbehaving Codex (shim): auth invalidation, idle expiry, result recovery,
     const controller = new AbortController();
     const call = shimmed.client.callTool(
       { name: 'codex', arguments: { prompt: 'ignore cancel', sandbox: 'read-only', cwd: dir.workspace } },
-      undefined,
       { signal: controller.signal, timeout: 120_000 },
     );
     await reached;
@@ -413,14 +432,21 @@ test('misbehaving Codex (shim): auth invalidation, idle expiry, result recovery,
     const refused = await shimmed.call('codex', { prompt: 'again', sandbox: 'read-only', cwd: dir.workspace });
     assert.equal(sc<{ code: string }>(refused).code, 'codex_auth_invalidated');
     assert.equal(mock.turns.length, turns);
-    await shimmed.client.ping();
+    await shimmed.responsive();
     assert.equal(sc<{ turns: unknown[] }>(await shimmed.call('codex-peek', {})).turns.length, 0);
   } finally {
     await shimmed.close();
   }
 
   // Late responses pending suppression are bounded: reaching MAX_SUPPRESSED_CODEX_RESPONSES ends the bridge.
-  const bounded = await connectProvider(SHIM, dir, mock, ['--codex_idle_timeout', '1', '--codex-max-suppressed', '2']);
+  const bounded = await connectProvider(
+    SHIM,
+    dir,
+    mock,
+    ['--codex_idle_timeout', '1', '--codex-max-suppressed', '2'],
+    {},
+    '2025',
+  );
   try {
     setMode({ ignoreCancel: true });
     const gate4 = new Gate();
@@ -432,7 +458,7 @@ test('misbehaving Codex (shim): auth invalidation, idle expiry, result recovery,
     const results = await Promise.allSettled(
       [1, 2].map((n) => bounded.call('codex', { prompt: `s${n}`, sandbox: 'read-only', cwd: dir.workspace })),
     );
-    for (const r of results) assert.ok(r.status === 'rejected' && (r.reason as McpError).code === -32001);
+    for (const r of results) assert.ok(r.status === 'rejected' && (r.reason as ProtocolError).code === -32001);
     await closed;
     assert.match(bounded.stderr(), /MAX_SUPPRESSED_CODEX_RESPONSES/);
   } finally {
@@ -440,7 +466,14 @@ test('misbehaving Codex (shim): auth invalidation, idle expiry, result recovery,
   }
 
   // A stall inside a native frame: the call fails at its idle deadline, then one more grace, then the bridge ends.
-  const stalled = await connectProvider(SHIM, dir, mock, ['--codex_idle_timeout', '1', '--codex-cancel-grace', '1']);
+  const stalled = await connectProvider(
+    SHIM,
+    dir,
+    mock,
+    ['--codex_idle_timeout', '1', '--codex-cancel-grace', '1'],
+    {},
+    '2025',
+  );
   try {
     setMode({ cutMidFrame: true });
     const gate3 = new Gate();
@@ -451,7 +484,7 @@ test('misbehaving Codex (shim): auth invalidation, idle expiry, result recovery,
     });
     await assert.rejects(
       stalled.call('codex', { prompt: 'cut', sandbox: 'read-only', cwd: dir.workspace }),
-      (e: unknown) => e instanceof McpError && e.code === -32001,
+      (e: unknown) => e instanceof ProtocolError && e.code === -32001,
     );
     await closed;
     assert.match(stalled.stderr(), /stalled inside a frame/);

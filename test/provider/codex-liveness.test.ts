@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError } from '@modelcontextprotocol/client';
 import { ResponsesMock, reply, shellCall, stalledReply } from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins, REPO_ROOT } from '../support/bins.ts';
@@ -58,13 +58,12 @@ test('idle deadline: -32001 for that call only, progress never refreshes it, the
   await assert.rejects(
     conn.client.callTool(
       { name: 'codex', arguments: { prompt: 'hang', sandbox: 'read-only', cwd: layout.workspace } },
-      undefined,
       {
         onprogress: (p) => progress.push({ at: Date.now(), message: p.message ?? '' }),
         timeout: 120_000,
       },
     ),
-    (err: unknown) => err instanceof McpError && err.code === -32001 && /idle/.test(err.message),
+    (err: unknown) => err instanceof ProtocolError && err.code === -32001 && /idle/.test(err.message),
   );
   assert.ok(Date.now() - started >= 2_000, 'not before the idle bound');
   assert.equal(progress[0]?.message, 'Codex: started', 'first status at once');
@@ -82,7 +81,7 @@ test('idle deadline: -32001 for that call only, progress never refreshes it, the
   });
   assert.equal((await peek(conn)).abandonedTurnsProcessWide, 0);
   gate.open();
-  await conn.client.ping();
+  await conn.responsive();
   mock.push(reply('still serving'));
   const next = await conn.call('codex', { prompt: 'next', sandbox: 'read-only', cwd: layout.workspace });
   assert.equal(textOf(next), 'still serving');
@@ -107,7 +106,6 @@ test('no progress token, no progress notifications; a client cancel interrupts t
   const controller = new AbortController();
   const call = conn.client.callTool(
     { name: 'codex', arguments: { prompt: 'cancel me', sandbox: 'read-only', cwd: layout.workspace } },
-    undefined,
     { signal: controller.signal, timeout: 120_000 },
   );
   await reached;
@@ -129,7 +127,7 @@ test('hard deadline: -32001 even while the idle deadline is off', async () => {
   stall();
   await assert.rejects(
     conn.call('codex', { prompt: 'hang', sandbox: 'read-only', cwd: layout.workspace }),
-    (err: unknown) => err instanceof McpError && err.code === -32001 && /hard deadline/.test(err.message),
+    (err: unknown) => err instanceof ProtocolError && err.code === -32001 && /hard deadline/.test(err.message),
   );
 });
 
@@ -139,7 +137,6 @@ test('a cancel Codex never acknowledges (shim): canceling, then abandoned and lo
   const controller = new AbortController();
   const call = conn.client.callTool(
     { name: 'codex', arguments: { prompt: 'ignore my cancel', sandbox: 'workspace-write', cwd: layout.workspace } },
-    undefined,
     { signal: controller.signal, timeout: 120_000 },
   );
   await reached;

@@ -1,4 +1,5 @@
-// `baton mcp --provider gemini` through the official MCP SDK client over stdio, against the real `gemini` binary and
+// `baton mcp --provider gemini` through the official MCP SDK client over stdio (v1 for the refusal, v2 at 2026-07-28
+// for the answer), against the real `gemini` binary and
 // the scripted Gemini mock. This machine has no container runtime, so the default sandbox cannot start: the tool must
 // say so; the operator's `external` sandbox mode lets the same binary answer.
 import assert from 'node:assert/strict';
@@ -6,11 +7,10 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/client';
 import { type GeminiMock, geminiEnv, startGeminiMock } from '../mock-models/gemini.ts';
 import { bins, REPO_ROOT } from '../support/bins.ts';
+import { type Launch, spawnStdioClient, spawnV1StdioClient } from '../support/stdio-client.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'baton-gemini-provider-'));
 const workspace = join(root, 'ws');
@@ -22,8 +22,8 @@ before(async () => {
 });
 after(() => mock?.close());
 
-async function connect(extraArgs: string[]): Promise<{ client: Client; stderr: () => string }> {
-  const transport = new StdioClientTransport({
+function launch(extraArgs: string[]): Launch {
+  return {
     command: process.execPath,
     args: [
       join(REPO_ROOT, 'bin/baton.js'),
@@ -36,19 +36,11 @@ async function connect(extraArgs: string[]): Promise<{ client: Client; stderr: (
     ],
     env: geminiEnv(join(root, 'home'), mock),
     cwd: workspace,
-    stderr: 'pipe',
-  });
-  let stderr = '';
-  transport.stderr?.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  const client = new Client({ name: 'baton-test', version: '0' });
-  await client.connect(transport);
-  return { client, stderr: () => stderr };
+  };
 }
 
 test('by default the sandbox is always requested; where it cannot start the tool says why, and nothing runs unsandboxed', async () => {
-  const { client, stderr } = await connect([]);
+  const { client, stderr } = await spawnV1StdioClient(launch([]));
   try {
     assert.match(stderr(), /\[baton\] ready \(provider: gemini\)/);
     const { tools } = await client.listTools();
@@ -73,13 +65,12 @@ test('by default the sandbox is always requested; where it cannot start the tool
 });
 
 test('with the operator choosing the external sandbox mode, the real CLI answers through the mock', async () => {
-  const { client } = await connect(['--gemini-sandbox', 'external', '--model', 'gemini-mock']);
+  const { client } = await spawnStdioClient(launch(['--gemini-sandbox', 'external', '--model', 'gemini-mock']));
   try {
     mock.script.push({ type: 'text', chunks: ['Hello ', 'from Gemini'] });
     const progress: string[] = [];
     const res = (await client.callTool(
       { name: 'gemini', arguments: { prompt: '--looks-like-a-flag but is the prompt', cwd: workspace } },
-      undefined,
       { onprogress: (p) => progress.push(p.message ?? '') },
     )) as CallToolResult;
     assert.equal(res.isError, undefined, JSON.stringify(res.content));

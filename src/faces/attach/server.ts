@@ -1,11 +1,12 @@
-// The standalone attach server (`baton attach`, rule `attach-library`): one McpServer over stdio carrying the nine
-// attach tools. It owns only its server, transport and stdin close handling; tool resources belong to the registrar.
+// The standalone attach server (`baton attach`, rule `attach-library`): the nine attach tools over stdio on MCP SDK v2,
+// whose stdio entry serves both protocol eras (2026-07-28 after `server/discover`, or the 2025 `initialize`). It owns
+// only its entry, transport and stdin close handling; tool resources belong to the registrar.
 import type { Readable, Writable } from 'node:stream';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { Server } from '@modelcontextprotocol/server';
+import { type StdioServerHandle, StdioServerTransport, serveStdio } from '@modelcontextprotocol/server/stdio';
 import { redactedError } from '../../lib/redact.ts';
 import { BATON_VERSION } from '../../version.ts';
-import { checkedCallRequest, RawCallToolRequestSchema } from '../mcp-tools.ts';
+import { serveTools } from '../mcp-tools.ts';
 import { allowlistFromEnv } from './allowlist.ts';
 import { ConnectionRegistry } from './connections.ts';
 import { CrossHarnessMcpToolRegistrar } from './tools.ts';
@@ -23,10 +24,9 @@ export interface CrossHarnessMcpServerOptions {
 
 export class CrossHarnessMcpServer {
   readonly registrar: CrossHarnessMcpToolRegistrar;
-  private readonly server: McpServer;
   private readonly stdin: Readable;
   private readonly stdout: Writable;
-  private transport: StdioServerTransport | undefined;
+  private entry: StdioServerHandle | undefined;
   private started = false;
   private serverClosed = false;
   private closing: Promise<void> | undefined;
@@ -40,7 +40,6 @@ export class CrossHarnessMcpServer {
       new CrossHarnessMcpToolRegistrar(
         new ConnectionRegistry({ allowedServerUrls: opts.allowedServerUrls ?? allowlistFromEnv(env), env }),
       );
-    this.server = new McpServer({ name: 'baton-attach', version: BATON_VERSION });
     this.stdin = opts.stdin ?? process.stdin;
     this.stdout = opts.stdout ?? process.stdout;
     this.closedPromise = new Promise((r) => {
@@ -48,25 +47,34 @@ export class CrossHarnessMcpServer {
     });
   }
 
-  /** Registers the tools and serves stdio; one-shot. Closing stdin closes the server. */
+  /** Serves the tools on stdio; one-shot. Closing stdin closes the server. */
   async start(): Promise<void> {
     if (this.started) throw new Error('CrossHarnessMcpServer.start() may be called only once');
     this.started = true;
-    this.registrar.register(this.server);
     // This server is ours alone: invalid arguments become JSON-RPC -32602 errors instead of tool results (rule:
     // strict-inputs).
-    this.server.server.removeRequestHandler('tools/call');
-    const strict = this.registrar.strictCallHandler();
-    this.server.server.setRequestHandler(RawCallToolRequestSchema, (raw, extra) =>
-      strict(checkedCallRequest(raw), extra),
+    const tools = this.registrar.strictTools(() => !this.serverClosed);
+    const transport = new StdioServerTransport(this.stdin, this.stdout);
+    // One instance per era the entry opens (a 2026-07-28 probe the client abandons for `initialize` is closed again).
+    this.entry = serveStdio(
+      () => {
+        const server = new Server({ name: 'baton-attach', version: BATON_VERSION }, { capabilities: { tools: {} } });
+        serveTools(server, tools);
+        return server;
+      },
+      {
+        transport,
+        onerror: (err) => process.stderr.write(`[baton] attach: ${redactedError(err).message}\n`),
+      },
     );
-    this.transport = new StdioServerTransport(this.stdin, this.stdout);
-    this.server.server.onclose = () => {
+    // The entry owns the transport's callbacks; chained so that a transport that closed itself counts as closed.
+    const entryOnClose = transport.onclose;
+    transport.onclose = () => {
+      entryOnClose?.();
       this.serverClosed = true;
     };
     this.stdin.once('end', this.onStdinEnd);
     this.stdin.once('close', this.onStdinEnd);
-    await this.server.connect(this.transport);
   }
 
   /** Resolves once close() has fully succeeded. */
@@ -95,7 +103,7 @@ export class CrossHarnessMcpServer {
     const failures: unknown[] = [];
     if (!this.serverClosed) {
       try {
-        await this.server.close();
+        await this.entry?.close();
         this.serverClosed = true;
         this.stdin.off('end', this.onStdinEnd);
         this.stdin.off('close', this.onStdinEnd);

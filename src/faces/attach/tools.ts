@@ -1,19 +1,17 @@
 // The nine attach tools (rule: attach-tools): names, inputs, defaults and bounds of the crossharness contract, on any
-// McpServer. Schemas are strict (unknown keys refused, every string and number bounded, rule `strict-inputs`); handlers
-// only call the registries.
-import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+// MCP SDK v2 McpServer, or as strict tool definitions for a server baton owns. Schemas are strict (unknown keys
+// refused, every string and number bounded, rule `strict-inputs`); handlers only call the registries.
 import {
-  type CallToolRequest,
   type CallToolResult,
-  ErrorCode,
-  McpError,
-  type ServerNotification,
-  type ServerRequest,
-} from '@modelcontextprotocol/sdk/types.js';
+  type McpServer,
+  ProtocolError,
+  ProtocolErrorCode,
+  type RegisteredTool,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { redact, redactDeep, redactedError } from '../../lib/redact.ts';
-import { describeIssues } from '../mcp-tools.ts';
+import { defineTool, type ToolDef } from '../mcp-tools.ts';
 import { MAX_SERVER_URL_LENGTH } from './allowlist.ts';
 import { type ConnectionRegistry, HARNESSES, MAX_DIRECTORY_LENGTH } from './connections.ts';
 import { DispatchRegistry } from './dispatches.ts';
@@ -214,6 +212,8 @@ export class CrossHarnessMcpToolRegistrar {
   readonly dispatches: DispatchRegistry;
   private server: McpServer | undefined;
   private registered: RegisteredTool[] = [];
+  /** Whether the server given the strict tools still serves them (set by strictTools). */
+  private serving: (() => boolean) | undefined;
   private closed = false;
 
   constructor(connections: ConnectionRegistry, dispatches: DispatchRegistry = new DispatchRegistry()) {
@@ -222,8 +222,7 @@ export class CrossHarnessMcpToolRegistrar {
   }
 
   register(server: McpServer): void {
-    if (this.closed) throw new Error('this CrossHarnessMcpToolRegistrar is closed; create a new one');
-    if (this.server) throw new Error('this CrossHarnessMcpToolRegistrar has already registered its tools');
+    this.claim();
     const handlers = attachToolHandlers(this.connections, this.dispatches);
     const added: RegisteredTool[] = [];
     try {
@@ -233,9 +232,9 @@ export class CrossHarnessMcpToolRegistrar {
           server.registerTool(
             name,
             { description: DESCRIPTIONS[name], inputSchema: TOOL_SCHEMAS[name] },
-            async (args: unknown, extra: { signal: AbortSignal }) => {
+            async (args: unknown, ctx: ServerContext) => {
               try {
-                return ok(await handler(args as never, extra.signal));
+                return ok(await handler(args as never, ctx.mcpReq.signal));
               } catch (err) {
                 return fail(err);
               }
@@ -252,33 +251,40 @@ export class CrossHarnessMcpToolRegistrar {
   }
 
   /**
-   * A tools/call handler for a server this package owns outright (the standalone `baton attach`): arguments are checked
-   * against the strict schemas first, so a violation is a JSON-RPC -32602 error rather than a tool result (rule:
-   * strict-inputs). A host's shared McpServer keeps the SDK's own handling, which reports violations as tool errors.
+   * The nine tools as definitions for a server this package owns outright (the standalone `baton attach`), served by
+   * the shared tool layer: a schema violation is a JSON-RPC -32602 error rather than a tool result (rule:
+   * strict-inputs). A host's shared McpServer keeps the SDK's own handling (register), which reports violations as
+   * tool errors. `serving` says whether that server is still up: close() refuses until it is not.
    */
-  strictCallHandler(): (
-    request: CallToolRequest,
-    extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
-  ) => Promise<CallToolResult> {
+  strictTools(serving: () => boolean): ToolDef[] {
+    this.claim();
+    this.serving = serving;
     const handlers = attachToolHandlers(this.connections, this.dispatches);
-    return async (request, extra) => {
-      const name = request.params.name as AttachToolName;
-      const schema = Object.hasOwn(TOOL_SCHEMAS, name) ? TOOL_SCHEMAS[name] : undefined;
-      if (!schema || this.registered.length === 0)
-        throw new McpError(ErrorCode.InvalidParams, `unknown tool "${String(request.params.name).slice(0, 80)}"`);
-      const parsed = schema.safeParse(request.params.arguments ?? {});
-      if (!parsed.success)
-        throw new McpError(ErrorCode.InvalidParams, `invalid arguments for ${name}: ${describeIssues(parsed.error)}`);
-      try {
-        return ok(await handlers[name](parsed.data as never, extra.signal));
-      } catch (err) {
-        return fail(err);
-      }
-    };
+    return ATTACH_TOOL_NAMES.map((name) =>
+      defineTool({
+        name,
+        description: DESCRIPTIONS[name],
+        input: TOOL_SCHEMAS[name],
+        handler: async (args, extra) => {
+          if (this.closed) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool "${name}"`);
+          try {
+            return ok(await handlers[name](args as never, extra.signal));
+          } catch (err) {
+            return fail(err);
+          }
+        },
+      }),
+    );
+  }
+
+  private claim(): void {
+    if (this.closed) throw new Error('this CrossHarnessMcpToolRegistrar is closed; create a new one');
+    if (this.server || this.serving)
+      throw new Error('this CrossHarnessMcpToolRegistrar has already registered its tools');
   }
 
   async close(): Promise<void> {
-    if (this.server?.isConnected())
+    if (this.server?.isConnected() || this.serving?.())
       throw new Error(
         'the shared McpServer is still connected; close it before closing the CrossHarnessMcpToolRegistrar',
       );

@@ -1,14 +1,12 @@
 // The hub daemon (rules: hub-commands, caller-endpoints, crash-durability, tasks-outlive-clients): one durable local
 // service on Streamable HTTP, one MCP endpoint per caller.
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { once } from 'node:events';
 import { type FSWatcher, statSync, watch } from 'node:fs';
 import { createServer, type Server as HttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename, dirname, join } from 'node:path';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { Server } from '@modelcontextprotocol/server';
 import type { Agent, AgentProbe } from '../../agents/agent.ts';
 import { probeAgent } from '../../agents/probe.ts';
 import { createAgent } from '../../agents/registry.ts';
@@ -30,15 +28,16 @@ import { readBodyText } from '../../lib/net.ts';
 import { ensurePrivateDir } from '../../lib/private-fs.ts';
 import { redactDeep, redactError } from '../../lib/redact.ts';
 import { BATON_VERSION } from '../../version.ts';
-import { serveTools } from '../mcp-tools.ts';
+import { serveTasks, type TaskBackend } from '../mcp-tasks.ts';
+import { serveTools, type ToolDef } from '../mcp-tools.ts';
 import { type HubConfig, loadConfig, reachableAgents } from './config.ts';
+import { jsonRpcError, McpEndpoint, sendJson } from './mcp-endpoint.ts';
+import { hubTaskBackend } from './tasks.ts';
 import { hubTools } from './tools.ts';
 import { Dashboard } from './ui/dashboard.ts';
 
 /** Largest JSON-RPC request body the hub reads (rule: bounded-frames). */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
-/** An MCP session that sees no request for this long is dropped (its tasks are not: rule `tasks-outlive-clients`). */
-const SESSION_IDLE_MS = 30 * 60_000;
 /** The task id under which probe process groups are recorded in the workers table. */
 const PROBE_WORKER = 'probe';
 /** `baton tasks list` page size unless `limit` says otherwise. */
@@ -55,13 +54,6 @@ export interface HubOptions {
   port?: number;
 }
 
-interface McpSession {
-  caller: string;
-  transport: StreamableHTTPServerTransport;
-  server: Server;
-  lastSeen: number;
-}
-
 export interface AgentHealth extends AgentProbe {}
 
 export class Hub {
@@ -72,7 +64,10 @@ export class Hub {
   private readonly store: Store;
   private readonly lease: DaemonLease;
   private readonly http: HttpServer;
-  private readonly sessions = new Map<string, McpSession>();
+  private readonly endpoint: McpEndpoint;
+  /** Each caller's tools, built once: a server instance is made per request and only binds them. */
+  private readonly tools = new Map<string, ToolDef[]>();
+  private readonly taskBackends = new Map<string, TaskBackend>();
   private readonly callerTokens: Map<string, Buffer>;
   private readonly controlToken: Buffer;
   private readonly dashboard: Dashboard;
@@ -129,6 +124,12 @@ export class Hub {
       tokenMatches: (token) => timingSafeEqual(digest(token), this.controlToken),
       logger: this.logger,
     });
+    this.endpoint = new McpEndpoint({
+      store: this.store,
+      logger: this.logger,
+      maxBodyBytes: MAX_BODY_BYTES,
+      factory: (caller, era) => this.mcpServer(caller, era),
+    });
     this.http = createServer((req, res) => {
       this.route(req, res).catch((err) => {
         this.logger.error('request failed', { error: redactError(err) });
@@ -175,7 +176,7 @@ export class Hub {
       await hub.close();
       throw err;
     }
-    hub.sweepTimer = setInterval(() => hub.sweepSessions(), 60_000);
+    hub.sweepTimer = setInterval(() => hub.endpoint.sweep(), 3_600_000);
     hub.sweepTimer.unref();
     hub.scheduleBackup(true);
     hub.logger.info('hub listening', { url: hub.url, agents: [...hub.agents.keys()], roots: hub.roots });
@@ -326,8 +327,7 @@ export class Hub {
       this.watcher?.close();
       this.dashboard.close();
       await this.engine.close();
-      for (const s of this.sessions.values()) await s.transport.close().catch(() => {});
-      this.sessions.clear();
+      await this.endpoint.close();
       this.http.closeAllConnections();
       if (this.http.listening) await new Promise<void>((r) => this.http.close(() => r()));
       this.store.close();
@@ -459,48 +459,29 @@ export class Hub {
         return sendJson(res, 400, jsonRpcError(-32700, 'parse error: the body is not JSON'));
       }
     }
-    const sid = req.headers['mcp-session-id'];
-    if (typeof sid === 'string') {
-      const session = this.sessions.get(sid);
-      // A session of another caller is reported as unknown (rule: http-auth).
-      if (!session || session.caller !== caller) return sendJson(res, 404, jsonRpcError(-32001, 'session not found'));
-      session.lastSeen = Date.now();
-      await session.transport.handleRequest(req, res, body);
-      return;
-    }
-    if (req.method !== 'POST' || !isInitializeRequest(body)) {
-      return sendJson(res, 400, jsonRpcError(-32000, 'no MCP session: send initialize first'));
-    }
-    const server = new Server(
-      { name: 'baton-hub', version: BATON_VERSION },
-      { capabilities: { tools: {}, logging: {} } },
-    );
-    serveTools(server, hubTools(this.engine, caller));
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => {
-        this.sessions.set(id, { caller, transport, server, lastSeen: Date.now() });
-      },
-      onsessionclosed: (id) => {
-        this.sessions.delete(id);
-      },
-    });
-    // Losing the connection drops the MCP session only; tasks keep running (rule: tasks-outlive-clients).
-    transport.onclose = () => {
-      if (transport.sessionId) this.sessions.delete(transport.sessionId);
-    };
-    await server.connect(transport);
-    await transport.handleRequest(req, res, body);
+    await this.endpoint.handle(req, res, caller, body);
   }
 
-  private sweepSessions(): void {
-    const cutoff = Date.now() - SESSION_IDLE_MS;
-    for (const [id, s] of this.sessions) {
-      if (s.lastSeen < cutoff) {
-        this.sessions.delete(id);
-        void s.transport.close();
-      }
+  /** The server instance answering one MCP request of `caller` (both eras share the tools; rule: hub-tools). */
+  private mcpServer(caller: string, era: 'legacy' | 'modern'): Server {
+    let tools = this.tools.get(caller);
+    if (!tools) {
+      tools = hubTools(this.engine, caller);
+      this.tools.set(caller, tools);
     }
+    // logging/setLevel is a 2025-era request (deprecated in 2026-07-28); the hub sends no log messages either way.
+    const server = new Server(
+      { name: 'baton-hub', version: BATON_VERSION },
+      { capabilities: era === 'legacy' ? { tools: {}, logging: {} } : { tools: {} } },
+    );
+    // The Tasks extension is a 2026-07-28 extension: a 2025-era session keeps the plain tools (rule: tool-handles).
+    let backend = this.taskBackends.get(caller);
+    if (era === 'modern' && !backend) {
+      backend = hubTaskBackend(this.engine, caller);
+      this.taskBackends.set(caller, backend);
+    }
+    serveTools(server, tools, era === 'modern' ? { intercept: serveTasks(server, backend!) } : {});
+    return server;
   }
 
   private hostAllowed(host: string | undefined): boolean {
@@ -556,14 +537,4 @@ function bearerFailure(req: IncomingMessage, expected: Buffer): AuthFailure | nu
 function unauthorized(res: ServerResponse): void {
   res.setHeader('www-authenticate', 'Bearer realm="baton"');
   sendJson(res, 401, { error: 'missing or invalid bearer token' });
-}
-
-function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  const body = JSON.stringify(value);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-  res.end(body);
-}
-
-function jsonRpcError(code: number, message: string) {
-  return { jsonrpc: '2.0', id: null, error: { code, message } };
 }

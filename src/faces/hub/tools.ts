@@ -1,5 +1,5 @@
 // The hub's MCP tools (rule: hub-tools): strict schemas, bounded sizes, caller identity from the endpoint only.
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import {
   type Engine,
@@ -47,7 +47,7 @@ async function guarded(fn: () => unknown | Promise<unknown>, tool?: string) {
   } catch (err) {
     // A bad argument only the engine can tell is a schema violation all the same (rule: strict-inputs).
     if (err instanceof InvalidArgumentError)
-      throw new McpError(ErrorCode.InvalidParams, `invalid arguments for ${tool}: ${err.message}`);
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `invalid arguments for ${tool}: ${err.message}`);
     if (err instanceof EngineError) return toolError(err.message, { code: err.code });
     if (isDiskFull(err)) return toolError(new StoreFullError('nothing was changed').message, { code: 'disk_full' });
     return toolError(redactError(err), { code: 'internal' });

@@ -1,14 +1,15 @@
-// The stdio MCP server every provider runs on (rule: provider-shutdown): tool schemas validated by the shared helper
-// (bad input is JSON-RPC -32602 and changes nothing), progress only for callers that sent a progressToken, a keepalive
-// so Node never exits while stdin EOF races a child's handle, and a shutdown that cancels work and reaps every tracked
-// process group.
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { type CallToolResult, McpError } from '@modelcontextprotocol/sdk/types.js';
+// The stdio MCP server every provider runs on (rule: provider-shutdown), on MCP SDK v2: the SDK's stdio entry picks the
+// era from the client's first message (2026-07-28 after `server/discover`, or the 2025 `initialize` handshake) and
+// pins one server instance for it. Tool schemas are validated by the shared helper (bad input is JSON-RPC -32602 and
+// changes nothing), progress goes only to callers that sent a progressToken, a keepalive keeps Node alive while stdin
+// EOF races a child's handle, and a shutdown cancels work and reaps every tracked process group.
+import { type CallToolResult, ProtocolError, Server } from '@modelcontextprotocol/server';
+import { StdioServerTransport, serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { z } from 'zod';
 import type { Logger } from '../../lib/log.ts';
 import { DEFAULT_STOP_GRACE_MS, stopGroup } from '../../lib/process-group.ts';
 import { redact, redactError } from '../../lib/redact.ts';
+import { serveTasks, type TaskBackend } from '../mcp-tasks.ts';
 import { serveTools, type ToolDef, type ToolExtra, toolError } from '../mcp-tools.ts';
 
 /** Largest JSON-RPC frame accepted from the client (rule: bounded-frames). */
@@ -60,6 +61,11 @@ export interface ProviderServerOptions {
   onShutdown?: () => Promise<void>;
   /** Last step, once all work has stopped and every tracked group is gone (e.g. remove private homes). */
   onExit?: () => void;
+  /**
+   * The provider's long calls as MCP Tasks for a 2026-07-28 client that declares the extension (rule:
+   * mcp-tasks-extension); other clients get the blocking tools unchanged.
+   */
+  tasks?: TaskBackend;
 }
 
 /** Text content plus structuredContent; the text defaults to the JSON of the data. */
@@ -90,7 +96,7 @@ export async function serveProviderStdio(opts: ProviderServerOptions): Promise<v
         trackGroup: (pgid) => groups.add(pgid),
       });
     } catch (err) {
-      if (err instanceof McpError) throw err;
+      if (err instanceof ProtocolError) throw err;
       const message = redactError(err);
       if (!(err instanceof ToolFailure)) {
         opts.logger.error('tool failed unexpectedly', { tool: tool.name, error: message });
@@ -103,10 +109,6 @@ export async function serveProviderStdio(opts: ProviderServerOptions): Promise<v
     }
   };
 
-  const server = new Server(
-    { name: `baton-${opts.provider}`, version: opts.version },
-    { capabilities: { tools: {} }, instructions: opts.instructions },
-  );
   const defs: ToolDef[] = opts.tools.map((tool) => ({
     name: tool.name,
     description: tool.description,
@@ -118,7 +120,17 @@ export async function serveProviderStdio(opts: ProviderServerOptions): Promise<v
       return call;
     },
   }));
-  serveTools(server, defs);
+  // One instance per era the entry opens (a 2026-07-28 probe the client abandons for `initialize` is closed again);
+  // the tools, their calls and the process groups are shared by all of them.
+  const newServer = () => {
+    const server = new Server(
+      { name: `baton-${opts.provider}`, version: opts.version },
+      { capabilities: { tools: {} }, ...(opts.instructions ? { instructions: opts.instructions } : {}) },
+    );
+    const intercept = opts.tasks ? serveTasks(server, opts.tasks) : undefined;
+    serveTools(server, defs, intercept ? { intercept } : {});
+    return server;
+  };
 
   const transport = new StdioServerTransport(process.stdin, process.stdout, { maxBufferSize: MAX_CLIENT_FRAME_BYTES });
   let shuttingDown: Promise<void> | undefined;
@@ -131,7 +143,7 @@ export async function serveProviderStdio(opts: ProviderServerOptions): Promise<v
       await bounded(Promise.all([opts.onShutdown?.(), Promise.allSettled([...calls])]));
       // Whatever is still alive in a group we started is stopped now: nothing outlives the server.
       await Promise.all([...groups].map((pgid) => stopGroup(pgid, DEFAULT_STOP_GRACE_MS)));
-      await server.close().catch(() => {});
+      await entry.close().catch(() => {});
       try {
         opts.onExit?.();
       } catch (err) {
@@ -151,7 +163,18 @@ export async function serveProviderStdio(opts: ProviderServerOptions): Promise<v
   process.once('SIGINT', exitAfter('SIGINT', 130));
   process.once('SIGHUP', exitAfter('SIGHUP', 129));
 
-  await server.connect(transport);
+  // Protocol trouble goes to the log on stderr: stdout carries JSON-RPC only.
+  const entry = serveStdio(newServer, {
+    transport,
+    onerror: (err) => opts.logger.warn('mcp transport', { error: redactError(err) }),
+  });
+  // The entry owns the transport's callbacks; chained here so that a connection the transport closed itself (an
+  // oversized frame, stdout gone) ends the provider like stdin EOF does.
+  const entryOnClose = transport.onclose;
+  transport.onclose = () => {
+    entryOnClose?.();
+    exitAfter('connection closed', 0)();
+  };
   process.stderr.write(`[baton] ready (provider: ${opts.provider})\n`);
 }
 

@@ -1,13 +1,14 @@
 // Shared setup of the Codex provider tests: `bin/baton.js mcp --provider codex` spawned under this Node and driven by
-// the official MCP SDK client over stdio, with a real Codex binary pointed at the suite's Responses mock.
+// the official MCP SDK client over stdio (v2 at either protocol era, or v1), with a real Codex binary pointed at the
+// suite's Responses mock.
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Client } from '@modelcontextprotocol/client';
+import type { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { MOCK_MODEL, type ResponsesMock } from '../../mock-models/responses.ts';
 import { NODE_CACHE_ENV, REPO_ROOT } from '../../support/bins.ts';
+import { type ClientEra, type StdioClient, spawnStdioClient } from '../../support/stdio-client.ts';
 
 export const PLANTED_SECRET = 'sk-planted-CODEX-SECRET-91c4e2';
 export const OTHER_MODEL = 'mock-model-b';
@@ -57,17 +58,20 @@ export interface Connected {
   transport: StdioClientTransport;
   stderr: () => string;
   call(name: string, args: Record<string, unknown>): Promise<CallToolResult>;
+  /** Resolves once the provider answers a request (ping on 2025, tools/list on 2026-07-28, which has no ping). */
+  responsive(): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function connectProvider(
+/** The provider's argv and environment, for any client. */
+export function providerLaunch(
   codexBin: string,
   layout: Layout,
   mock: ResponsesMock,
   extraArgs: string[] = [],
   extraEnv: Record<string, string> = {},
-): Promise<Connected> {
-  const transport = new StdioClientTransport({
+): { command: string; args: string[]; env: Record<string, string>; cwd: string } {
+  return {
     command: process.execPath,
     args: [
       join(REPO_ROOT, 'bin/baton.js'),
@@ -94,21 +98,26 @@ export async function connectProvider(
       ...extraEnv,
     },
     cwd: layout.launchDir,
-    stderr: 'pipe',
-  });
-  let stderr = '';
-  transport.stderr?.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  const client = new Client({ name: 'baton-test', version: '0' });
-  await client.connect(transport);
+  };
+}
+
+/** The provider driven by the SDK v2 client; `era` picks the protocol (default: 2026-07-28, what new clients speak). */
+export async function connectProvider(
+  codexBin: string,
+  layout: Layout,
+  mock: ResponsesMock,
+  extraArgs: string[] = [],
+  extraEnv: Record<string, string> = {},
+  era: ClientEra = '2026-07-28',
+): Promise<Connected> {
+  const c: StdioClient = await spawnStdioClient(providerLaunch(codexBin, layout, mock, extraArgs, extraEnv), era);
   return {
-    client,
-    transport,
-    stderr: () => stderr,
-    call: (name, args) =>
-      client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 }) as Promise<CallToolResult>,
-    close: () => client.close(),
+    client: c.client,
+    transport: c.transport,
+    stderr: c.stderr,
+    call: (name, args) => c.client.callTool({ name, arguments: args }, { timeout: 120_000 }),
+    responsive: c.responsive,
+    close: c.close,
   };
 }
 

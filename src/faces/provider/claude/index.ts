@@ -13,6 +13,7 @@ import { JobError, JobTable, MAX_STATUS_WAIT_MS } from '../../../core/jobs.ts';
 import { createLogger, isLogLevel, type LogLevel } from '../../../lib/log.ts';
 import { ensurePrivateDir } from '../../../lib/private-fs.ts';
 import { redact } from '../../../lib/redact.ts';
+import { jobTaskBackend } from '../job-tasks.ts';
 import { defineProviderTool, serveProviderStdio, structuredResult, ToolFailure } from '../stdio-server.ts';
 
 /** Default bound of a blocking `claude_code` call, sized for deep reviews (a 960 s client timeout fits it). */
@@ -187,6 +188,20 @@ export async function run(argv: string[]): Promise<void> {
     provider: 'claude',
     version: '0.1.0',
     tools,
+    // claude_code as an MCP Task runs as the job claude-start would run, under the job deadline.
+    tasks: jobTaskBackend(jobs, {
+      claude_code: {
+        start: (args: { prompt: string; cwd?: string }) =>
+          jobs.start({
+            agent,
+            prompt: args.prompt,
+            cwd: existingDir(args.cwd ? resolve(args.cwd) : process.cwd()),
+            sandbox: 'read-only',
+            label: 'Claude',
+          }),
+        answer: (_jobId, text) => ({ content: [{ type: 'text', text }] }),
+      },
+    }),
     logger,
     onShutdown: () => jobs.closeAll(),
     onExit: () => {

@@ -3,13 +3,15 @@
 // home; threads live in that home, so `codex-reply` resumes them by id, also after a bridge restart.
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { AgentSession, Sandbox } from '../../../agents/agent.ts';
 import type { DeadlineExceededError } from '../../../core/deadlines.ts';
 import { JobError, JobTable, MAX_STATUS_WAIT_MS } from '../../../core/jobs.ts';
 import { runRound } from '../../../core/round.ts';
 import { redact } from '../../../lib/redact.ts';
+import type { TaskBackend } from '../../mcp-tasks.ts';
+import { jobTaskBackend } from '../job-tasks.ts';
 import { defineProviderTool, type ProviderTool, structuredResult, ToolFailure } from '../stdio-server.ts';
 import { codexReplySchema, codexSchema, codexStartSchema, jobIdSchema, peekSchema } from './schemas.ts';
 import type { ThreadRecords } from './threads.ts';
@@ -42,6 +44,8 @@ export interface AppServerOptions {
 
 export interface CodexTools {
   tools: ProviderTool[];
+  /** `codex` and `codex-reply` as MCP Tasks, run as jobs (the same ones codex-start runs). */
+  tasks: TaskBackend;
   shutdown(): Promise<void>;
 }
 
@@ -206,7 +210,10 @@ export function appServerTools(opts: AppServerOptions): CodexTools {
         throw new ToolFailure('the call was cancelled');
       }
       if (settled instanceof Error) {
-        throw new McpError(REQUEST_TIMEOUT_CODE, `Codex call timed out: ${settled.message}; the turn was interrupted`);
+        throw new ProtocolError(
+          REQUEST_TIMEOUT_CODE,
+          `Codex call timed out: ${settled.message}; the turn was interrupted`,
+        );
       }
       // A turn that could not run is reported as what went wrong, not as a turn outcome.
       if (settled.thrown !== undefined && !settled.end) throw settled.thrown;
@@ -224,6 +231,24 @@ export function appServerTools(opts: AppServerOptions): CodexTools {
     } finally {
       clearInterval(heartbeat);
     }
+  };
+
+  const startJob = (args: CallArgs) => {
+    refuseIfAuthInvalid();
+    const { spec, prompt } = specOf(args);
+    const ids: { jobId?: string } = {};
+    const hooks = hooksFor(spec);
+    const { agent } = callAgent(opts.runtime, spec, opts.limits, ids, {
+      ...hooks,
+      onThread: (threadId) => {
+        hooks.onThread(threadId);
+        if (ids.jobId) jobThreads.set(ids.jobId, threadId);
+      },
+    });
+    const started = jobs.start({ agent, prompt, cwd: spec.cwd, sandbox: spec.sandbox, label: 'Codex' });
+    ids.jobId = started.jobId;
+    if (spec.threadId) jobThreads.set(started.jobId, spec.threadId);
+    return started;
   };
 
   const tools: ProviderTool[] = [
@@ -250,28 +275,21 @@ export function appServerTools(opts: AppServerOptions): CodexTools {
       jobThreads,
       statusIntervalMs: opts.statusIntervalMs,
       models: opts.models,
-      start: (args) => {
-        refuseIfAuthInvalid();
-        const { spec, prompt } = specOf(args);
-        const ids: { jobId?: string } = {};
-        const hooks = hooksFor(spec);
-        const { agent } = callAgent(opts.runtime, spec, opts.limits, ids, {
-          ...hooks,
-          onThread: (threadId) => {
-            hooks.onThread(threadId);
-            if (ids.jobId) jobThreads.set(ids.jobId, threadId);
-          },
-        });
-        const started = jobs.start({ agent, prompt, cwd: spec.cwd, sandbox: spec.sandbox, label: 'Codex' });
-        ids.jobId = started.jobId;
-        if (spec.threadId) jobThreads.set(started.jobId, spec.threadId);
-        return started;
-      },
+      start: startJob,
     }),
   ];
+  // A task's answer is the blocking call's: the text, and the thread to continue with codex-reply.
+  const asTask = {
+    start: startJob,
+    answer: (jobId: string, content: string) => {
+      const threadId = jobThreads.get(jobId);
+      return structuredResult({ ...(threadId ? { threadId } : {}), content }, content);
+    },
+  };
 
   return {
     tools,
+    tasks: jobTaskBackend(jobs, { codex: asTask, 'codex-reply': asTask }),
     async shutdown() {
       await jobs.closeAll();
       await Promise.allSettled([...windDowns]);

@@ -12,8 +12,6 @@ import { type CodexVersion, readCodexVersionOutput } from '../../../codex/versio
 import { captureCommand } from '../../../lib/capture.ts';
 import { createLogger, isLogLevel, type Logger, type LogLevel } from '../../../lib/log.ts';
 import { redact } from '../../../lib/redact.ts';
-import { serveProviderStdio } from '../stdio-server.ts';
-import { appServerTools } from './app-server.ts';
 import {
   type CodexHomeSettings,
   codexHomesRoot,
@@ -22,7 +20,6 @@ import {
   userWantsFastMode,
   wantsAgentsTable,
 } from './home.ts';
-import { runLegacyPassthrough } from './legacy.ts';
 import { APPROVAL_POLICIES, CODEX_EFFORTS, DEFAULT_CURATED_MODELS, SANDBOX_MODES } from './schemas.ts';
 import { ThreadRecords } from './threads.ts';
 
@@ -209,10 +206,16 @@ export async function run(argv: string[]): Promise<void> {
   const launchDir = process.cwd();
   const command = codexArgv(flags.codexCommand);
   const userCodexHome = flags.userCodexHome ?? process.env.CODEX_HOME ?? join(homedir(), '.codex');
-  const version = await probeCodexVersion(command, logger, {
+  const probe = probeCodexVersion(command, logger, {
     userCodexHome,
     ...(flags.codexModelProvider ? { modelProvider: flags.codexModelProvider } : {}),
   });
+  // Both paths' modules (and the MCP SDK under them) load while `codex --version` runs in its own process: start-up
+  // pays for the slower of the two, not their sum (issue 13).
+  const modules = Promise.all([import('../stdio-server.ts'), import('./app-server.ts'), import('./legacy.ts')]);
+  modules.catch(() => {});
+  const version = await probe;
+  const [{ serveProviderStdio }, { appServerTools }, { runLegacyPassthrough }] = await modules;
   const settings: CodexHomeSettings = {
     model: flags.model,
     effort: flags.modelReasoningEffort,
@@ -282,6 +285,7 @@ export async function run(argv: string[]): Promise<void> {
     provider: 'codex',
     version: '0.1.0',
     tools: codex.tools,
+    tasks: codex.tasks,
     logger,
     onShutdown: () => codex.shutdown(),
     onExit: () => {

@@ -2,7 +2,7 @@
 // arrive on `clientIn` and leave on `clientOut`, Codex's `codex mcp-server` is spawned as a process group, and ending
 // the bridge calls `exit`. legacy.ts binds it to the process; tests create it in-process on their own streams.
 import type { Readable, Writable } from 'node:stream';
-import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolErrorCode } from '@modelcontextprotocol/server';
 import type { Sandbox } from '../../../agents/agent.ts';
 import { codexChildEnv } from '../../../agents/codex/env.ts';
 import { JobTable } from '../../../core/jobs.ts';
@@ -279,7 +279,10 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
     // The same refusals as every other face (own __proto__-like keys, lone surrogates), forwarded tools included.
     const issue = argumentsIssue(rawArgs);
     if (issue) {
-      send({ id, error: { code: ErrorCode.InvalidParams, message: `invalid arguments for ${name}: ${issue}` } });
+      send({
+        id,
+        error: { code: ProtocolErrorCode.InvalidParams, message: `invalid arguments for ${name}: ${issue}` },
+      });
       return;
     }
     const local = localByName.get(name);
@@ -297,7 +300,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
       send({
         id,
         error: {
-          code: ErrorCode.InvalidParams,
+          code: ProtocolErrorCode.InvalidParams,
           message: `invalid arguments for ${name}: ${describeIssues(parsed.error)}`,
         },
       });
@@ -319,7 +322,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
       send({
         id,
         error: {
-          code: ErrorCode.InvalidParams,
+          code: ProtocolErrorCode.InvalidParams,
           message: `invalid arguments for ${tool.name}: ${describeIssues(parsed.error)}`,
         },
       });
@@ -473,7 +476,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
       else
         send({
           id: call.id,
-          error: { code: ErrorCode.InternalError, message: 'Codex exited; reconnect to start a new bridge' },
+          error: { code: ProtocolErrorCode.InternalError, message: 'Codex exited; reconnect to start a new bridge' },
         });
       calls.close(call);
     }

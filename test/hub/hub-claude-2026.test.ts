@@ -1,0 +1,99 @@
+// The real Claude Code (npm, mock Anthropic model) against the hub on SDK v2 (issue 14), through a recording
+// pass-through: on the wire it negotiates MCP 2026-07-28 with `server/discover` (no initialize, no session), the hub
+// answers with the Tasks extension declared, and a delegation to the scripted ACP agent completes. Whether Claude Code
+// asks for a task-augmented call is recorded: it declares the extension per request, or it does not (then the task
+// path is proven with the SDK v2 transport in hub-tasks.test.ts).
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { AnthropicMock, isolatedClaudeEnv } from '../mock-models/anthropic.ts';
+import { bins } from '../support/bins.ts';
+import { CLIENT_TOKENS, run } from '../support/connect.ts';
+import { DELEGATE_ANSWER, Delegation, FINAL_PREFIX } from '../support/delegation.ts';
+import { startHub } from '../support/hub.ts';
+import { scriptedAgentSetup } from '../support/scripted-agent.ts';
+import { TASKS } from '../support/tasks-client.ts';
+import { tempDir } from '../support/tmp.ts';
+import { wireRecorder } from '../support/wire.ts';
+
+type Rpc = { method?: string; params?: { name?: string; _meta?: Record<string, unknown> } };
+type Answer = { result?: Record<string, unknown> };
+
+test('Claude Code speaks 2026-07-28 to the hub: server/discover answered, stateless delegation completes', async (t) => {
+  const dir = tempDir(t, 'baton-claude-2026-');
+  const { work, entry } = scriptedAgentSetup(dir);
+  const callers = Object.fromEntries(Object.entries(CLIENT_TOKENS).map(([c, token]) => [c, { token }]));
+  const hub = await startHub(t, { dir, roots: [work], agents: { scripted: entry }, callers });
+  const wire = await wireRecorder(t, `${hub.url}/mcp/claude`);
+  const delegation = new Delegation(work);
+  const mock = await AnthropicMock.start(delegation.anthropic);
+  t.after(() => mock.close());
+  // MCP_CONNECTION_NONBLOCKING: claude -p would otherwise ask the model before baton's tools are listed.
+  const env: NodeJS.ProcessEnv = {
+    ...isolatedClaudeEnv(mock.origin, join(dir, 'claude')),
+    MCP_CONNECTION_NONBLOCKING: 'false',
+  };
+  mkdirSync(env.HOME!, { recursive: true });
+  const mcpConfig = JSON.stringify({
+    mcpServers: {
+      baton: { type: 'http', url: wire.url, headers: { Authorization: `Bearer ${CLIENT_TOKENS.claude}` } },
+    },
+  });
+  const r = await run(
+    [
+      bins.claude(),
+      '-p',
+      'Hand this task to the scripted agent through baton.',
+      '--output-format',
+      'json',
+      '--strict-mcp-config',
+      '--mcp-config',
+      mcpConfig,
+      '--allowedTools',
+      'mcp__baton',
+    ],
+    { env, cwd: work },
+  );
+  assert.equal(r.code, 0, r.stderr);
+  const out = JSON.parse(r.stdout) as { result: string; is_error: boolean };
+  assert.equal(out.is_error, false, r.stdout);
+  assert.equal(out.result, `${FINAL_PREFIX}${DELEGATE_ANSWER}`, `asked: ${delegation.asked}`);
+
+  const sent = wire.exchanges.map((x) => ({ ...x, rpc: x.body as Rpc }));
+  const discover = sent.find((x) => x.rpc.method === 'server/discover');
+  assert.ok(discover, `no server/discover on the wire: ${sent.map((x) => x.rpc.method)}`);
+  assert.equal(discover.headers['mcp-protocol-version'], '2026-07-28');
+  assert.equal(discover.rpc.params?._meta?.['io.modelcontextprotocol/protocolVersion'], '2026-07-28');
+  assert.equal(discover.status, 200);
+  const discovered = (discover.answers[0] as Answer).result as {
+    supportedVersions: string[];
+    capabilities: { extensions?: Record<string, unknown> };
+  };
+  assert.deepEqual(discovered.supportedVersions, ['2026-07-28']);
+  assert.deepEqual(discovered.capabilities.extensions?.[TASKS], {});
+  assert.ok(!sent.some((x) => x.rpc.method === 'initialize'), 'no 2025 handshake');
+  assert.ok(!sent.some((x) => x.headers['mcp-session-id']), 'no session id');
+
+  const calls = sent.filter((x) => x.rpc.method === 'tools/call');
+  assert.deepEqual(
+    calls.map((x) => x.rpc.params?.name),
+    delegation.asked,
+  );
+  const run0 = calls[0]!;
+  const caps = run0.rpc.params?._meta?.['io.modelcontextprotocol/clientCapabilities'] as {
+    extensions?: Record<string, unknown>;
+  };
+  const negotiated = typeof caps?.extensions?.[TASKS] === 'object';
+  const answer = (run0.answers[0] as Answer).result!;
+  if (negotiated) {
+    // A task-augmented call: the hub answers with a task handle and the client follows it with tasks/get.
+    assert.equal(answer.resultType, 'task');
+    assert.ok(sent.some((x) => x.rpc.method === 'tasks/get'));
+  } else {
+    // What Claude Code 2.1.332 sends in -p mode: per-request capabilities without the extension, so the plain
+    // tools answer (a task may only be returned to a client that declared the extension on that request).
+    assert.notEqual(answer.resultType, 'task');
+    t.diagnostic(`Claude Code did not declare ${TASKS}; its agent_run request: ${JSON.stringify(run0.rpc)}`);
+  }
+});
