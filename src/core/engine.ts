@@ -164,7 +164,7 @@ export class Engine {
     const replay = this.replay(caller, input.idempotencyKey, hash);
     if (replay) return this.view(replay);
     const id = `t-${randomBytes(9).toString('base64url')}`;
-    this.store.tx(() => {
+    this.store.durableTx(() => {
       this.store.insertTask({
         id,
         caller,
@@ -201,7 +201,7 @@ export class Engine {
     // A root removed since the task began no longer authorises new rounds in it.
     this.authorisedCwd(task.cwd);
     let n = 0;
-    this.store.tx(() => {
+    this.store.durableTx(() => {
       assertTransition(task.state, 'queued');
       n = this.store.insertRound(task.id, input.prompt);
       this.store.setTaskState(task.id, 'queued', now());
@@ -225,7 +225,7 @@ export class Engine {
       active.controller.abort(new Error('cancelled'));
       return this.view(this.mustGet(task.id));
     }
-    this.store.tx(() =>
+    this.store.durableTx(() =>
       this.store.appendEvent(task.id, { time: now(), round: active.round, kind: 'cancel_requested' }),
     );
     this.waiters.wake(task.id);

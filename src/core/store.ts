@@ -1,6 +1,9 @@
 // The durable store (rule: crash-durability): tasks, rounds, events, idempotency keys and worker process groups in
 // SQLite (WAL). Every write that acknowledges something to a caller is committed before the answer goes out:
-// node:sqlite is synchronous, so a method returning means its transaction is on disk.
+// node:sqlite is synchronous, so a method returning means its transaction is committed. The connection runs with
+// `synchronous = NORMAL` (a commit reaches the OS, which survives a crash of the daemon); durableTx() also syncs the
+// WAL to the disk before it returns, for what an answer acknowledges and for a round's end, so a power loss can take
+// back only bookkeeping of rounds that were running anyway (docs/hub.md, "Durability").
 import { chmodSync, existsSync } from 'node:fs';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { PRIVATE_FILE_MODE } from '../lib/private-fs.ts';
@@ -145,7 +148,7 @@ export class Store {
       this.db = new DatabaseSync(path);
       if (fresh) chmodSync(path, PRIVATE_FILE_MODE);
       this.db.exec(
-        'PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;',
+        'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;',
       );
     } catch (err) {
       throw diskFull(err, `cannot open the store ${path}`);
@@ -244,18 +247,48 @@ export class Store {
 
   /**
    * Runs `fn` in one transaction (nested calls join the outer one). A full disk fails as StoreFullError; SQLite may
-   * already have rolled back by itself then, so ROLLBACK is issued only while a transaction is still open.
+   * already have rolled back by itself then, so ROLLBACK is issued only while a transaction is still open. The commit
+   * reaches the OS but is not synced to the disk (synchronous = NORMAL): see durableTx.
    */
   tx<T>(fn: () => T): T {
-    if (this.db.isTransaction) return fn();
+    return this.transaction(fn, false);
+  }
+
+  /**
+   * tx() whose commit is synced to the disk before it returns (synchronous = FULL for that one commit): for writes an
+   * answer acknowledges (a run, continue or cancel) and for a round's end (rule: crash-durability). The WAL is written
+   * in order, so the sync also covers every commit before it. SQLite fixes the level when a transaction begins, so a
+   * durableTx may join only an outer durableTx.
+   */
+  durableTx<T>(fn: () => T): T {
+    return this.transaction(fn, true);
+  }
+
+  /** The open transaction is a durable one. */
+  private durableOpen = false;
+
+  private transaction<T>(fn: () => T, durable: boolean): T {
+    if (this.db.isTransaction) {
+      if (durable && !this.durableOpen) throw new Error('a durable write cannot join a transaction begun without it');
+      return fn();
+    }
     this.beforeWrite?.();
     let out: T;
     try {
-      this.db.exec('BEGIN IMMEDIATE');
-      out = fn();
-      this.db.exec('COMMIT');
+      if (durable) this.db.exec('PRAGMA synchronous = FULL');
+      this.durableOpen = durable;
+      try {
+        this.db.exec('BEGIN IMMEDIATE');
+        out = fn();
+        this.db.exec('COMMIT');
+      } catch (err) {
+        if (this.db.isTransaction) this.db.exec('ROLLBACK');
+        throw err;
+      } finally {
+        this.durableOpen = false;
+        if (durable) this.db.exec('PRAGMA synchronous = NORMAL');
+      }
     } catch (err) {
-      if (this.db.isTransaction) this.db.exec('ROLLBACK');
       throw diskFull(err, 'the store could not write');
     }
     this.afterCommit();

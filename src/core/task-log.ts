@@ -52,11 +52,14 @@ export class TaskLog {
     store.beforeWrite = () => this.flush();
   }
 
-  /** Ends round `n`: the round row, the task's state and the lifecycle event, in one transaction. */
+  /**
+   * Ends round `n`: the round row, the task's state and the lifecycle event, in one transaction synced to the disk (a
+   * caller may be told the outcome at once).
+   */
   finishRound(taskId: string, n: number, end: RoundEnd, result?: string): void {
     const task = this.store.getTask(taskId);
     if (!task) throw new Error(`no task ${taskId}`);
-    this.store.tx(() => {
+    this.store.durableTx(() => {
       assertTransition(task.state, end.state);
       this.store.updateRound(taskId, n, {
         state: end.state,

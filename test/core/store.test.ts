@@ -1,6 +1,9 @@
 // The store's size-independent reads (issue 13): result length and preview kept with the result, result pages read
 // by code point offset, commentary appended in chunks and trimmed from the front, the operator list on an index.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { pageText } from '../../src/core/paging.ts';
 import { Store } from '../../src/core/store.ts';
@@ -94,4 +97,37 @@ test('a view takes the stored length and preview; the operator list reads throug
     .map((r) => String((r as { detail: string }).detail))
     .join('; ');
   assert.match(plan, /USING INDEX tasks_by_order/, 'the operator list reads through its index');
+});
+
+test('durability: commits run at synchronous NORMAL; a durableTx commits at FULL and may join only a durable one', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-store-sync-'));
+  const store = new Store(join(dir, 'baton.db'));
+  t.after(() => {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  // 1 = NORMAL, 2 = FULL: the level SQLite applies to the commit of the transaction the callback runs in.
+  const level = () => (store.db.prepare('PRAGMA synchronous').get() as { synchronous: number }).synchronous;
+  const now = new Date().toISOString();
+  const seen: Record<string, number> = {};
+  store.tx(() => {
+    seen.tx = level();
+    store.insertTask({ id: 't1', caller: 'c', agent: 'a', cwd: '/', workdir: '/', isolation: 'none', now });
+  });
+  store.durableTx(() => {
+    seen.durable = level();
+    store.tx(() => {
+      seen.nested = level();
+      store.insertRound('t1', 'prompt');
+    });
+  });
+  seen.after = level();
+  assert.deepEqual(seen, { tx: 1, durable: 2, nested: 2, after: 1 });
+  assert.throws(
+    () => store.tx(() => store.durableTx(() => store.insertRound('t1', 'lost'))),
+    /durable write cannot join a transaction begun without it/,
+  );
+  // The refused write rolled the outer transaction back: one round, and the level is NORMAL again.
+  assert.equal(store.getTask('t1')?.rounds, 1);
+  assert.equal(level(), 1);
 });
