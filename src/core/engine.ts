@@ -11,7 +11,7 @@ import type { Logger } from '../lib/log.ts';
 import { isWithin, realish } from '../lib/paths.ts';
 import { stopGroup } from '../lib/process-group.ts';
 import { redact, redactDeep, redactError } from '../lib/redact.ts';
-import { addWorktree, gitToplevel, snapshot } from './git.ts';
+import { addWorktree, findWorkTree, gitToplevel, snapshot } from './git.ts';
 import { type LockScope, WorkspaceLocks } from './locks.ts';
 import { RESULT_PAGE_CODE_POINTS } from './paging.ts';
 import { leaderStartTime, recoverAfterCrash } from './recovery.ts';
@@ -342,7 +342,7 @@ export class Engine {
     const entry: ActiveRound = { round, controller, cancelRequested: false, done: Promise.resolve() };
     this.active.set(taskId, entry);
     // The lock queue position is taken in admission order (rule: workspace-locks); worktree-isolated tasks need no
-    // lock. Resolving the repository scope spawns git, so it starts now and runs alongside other admissions' lookups,
+    // lock. Resolving the repository scope reads the file system, so it starts now and runs alongside other admissions' lookups,
     // while the queue positions are still taken one after another through the admission chain.
     const task = this.mustGet(taskId);
     let locked: Promise<boolean> = Promise.resolve(true);
@@ -590,6 +590,6 @@ function payloadHash(payload: Record<string, unknown>): string {
 
 async function lockScope(dir: string): Promise<LockScope> {
   const real = realpathSync(dir);
-  const top = await gitToplevel(real);
+  const top = await findWorkTree(real);
   return { dir: real, worktree: top ? realpathSync(top) : null };
 }
