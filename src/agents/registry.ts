@@ -1,9 +1,40 @@
 // The registry of agent kinds. A new kind is one folder under src/agents/ and one line here.
-import { acpAgentKind } from './acp/index.ts';
+//
+// The ACP and Codex adapters are loaded when an agent of theirs is first probed or opened, not when the hub starts:
+// the ACP SDK and the app-server client are most of the adapters' memory, and a hub whose agents answer a `--version`
+// probe needs neither until a task runs. Their config schemas, which the hub checks at start, are small modules.
+import { acpConfigSchema } from './acp/config.ts';
 import type { Agent, AgentContext, AgentKind } from './agent.ts';
 import { claudeKind } from './claude/index.ts';
-import { codexAgentKind } from './codex/index.ts';
+import { codexAgentConfigSchema } from './codex/config.ts';
 import { openCodeAgentKind } from './opencode/agent.ts';
+
+/** An Agent whose implementation is imported on first use; creating it has no side effect to defer. */
+function lazyAgent(name: string, kind: string, load: () => Promise<Agent>): Agent {
+  let agent: Promise<Agent> | undefined;
+  const get = () => {
+    agent ??= load();
+    return agent;
+  };
+  return {
+    name,
+    kind,
+    probe: async () => (await get()).probe(),
+    openSession: async (opts) => (await get()).openSession(opts),
+  };
+}
+
+const acpAgentKind: AgentKind<typeof acpConfigSchema> = {
+  configSchema: acpConfigSchema,
+  create: (name, config, ctx) =>
+    lazyAgent(name, 'acp', async () => new (await import('./acp/agent.ts')).AcpAgent(name, config, ctx)),
+};
+
+const codexAgentKind: AgentKind<typeof codexAgentConfigSchema> = {
+  configSchema: codexAgentConfigSchema,
+  create: (name, config, ctx) =>
+    lazyAgent(name, 'codex', async () => (await import('./codex/adapter.ts')).createCodexAgent(name, config, ctx)),
+};
 
 export const AGENT_KINDS: Record<string, AgentKind> = {
   acp: acpAgentKind as AgentKind,
