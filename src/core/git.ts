@@ -124,6 +124,9 @@ export async function gitToplevel(dir: string): Promise<string | null> {
 export async function snapshot(dir: string): Promise<GitSnapshot> {
   // One process instead of five in a row: status carries HEAD, branch and the dirty files; the diffstat against HEAD
   // is only used when status says there is a HEAD (an unborn branch has none, and that diff fails).
+  // A dir in no work tree is answered from a few stats, without a process (git would say the same, slower). GIT_DIR
+  // points git elsewhere than the tree it is run in, so then git is asked.
+  if (!process.env.GIT_DIR && (await findWorkTree(dir)) === null) return { git: false, reason: 'not a git work tree' };
   let out: { ok: boolean; status: string; numstat: string };
   try {
     out = await statusAndNumstat(dir);
