@@ -342,8 +342,8 @@ export class Engine {
     const entry: ActiveRound = { round, controller, cancelRequested: false, done: Promise.resolve() };
     this.active.set(taskId, entry);
     // The lock queue position is taken in admission order (rule: workspace-locks); worktree-isolated tasks need no
-    // lock. Resolving the repository scope reads the file system, so it starts now and runs alongside other admissions' lookups,
-    // while the queue positions are still taken one after another through the admission chain.
+    // lock. The repository scope is resolved now (a few stats, no git process); a failure to resolve it fails this
+    // round only, and the queue positions are taken one after another through the admission chain.
     const task = this.mustGet(taskId);
     let locked: Promise<boolean> = Promise.resolve(true);
     if (task.isolation !== 'worktree') {
@@ -590,6 +590,6 @@ function payloadHash(payload: Record<string, unknown>): string {
 
 async function lockScope(dir: string): Promise<LockScope> {
   const real = realpathSync(dir);
-  const top = await findWorkTree(real);
+  const top = findWorkTree(real);
   return { dir: real, worktree: top ? realpathSync(top) : null };
 }

@@ -1,7 +1,7 @@
 // Git snapshots around each round (rule: git-snapshots) and worktree isolation (rule: workspace-locks). baton only
 // reads repositories and adds worktrees; it never commits, merges, resets, reverts or cleans.
 import { execFile, spawn } from 'node:child_process';
-import { open, stat } from 'node:fs/promises';
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -91,25 +91,32 @@ export type GitSnapshot =
  * the daemon more than a few stats): the nearest dir, `dir` itself or an ancestor, whose `.git` is a repository dir
  * (it holds HEAD) or a gitfile (`gitdir: …`, a linked worktree or a submodule). Inside a `.git` dir or a bare
  * repository git names no work tree while this may name an enclosing one: a wider lock, never a narrower one.
+ * Synchronous on purpose: a handful of stats cost microseconds, a trip through the thread pool each costs more.
  */
-export async function findWorkTree(dir: string): Promise<string | null> {
+export function findWorkTree(dir: string): string | null {
   for (let d = resolve(dir); ; d = dirname(d)) {
     const dotGit = join(d, '.git');
-    try {
-      const st = await stat(dotGit);
-      if (st.isDirectory() ? (await stat(join(dotGit, 'HEAD'))).isFile() : await isGitFile(dotGit)) return d;
-    } catch {}
+    const st = statSync(dotGit, { throwIfNoEntry: false });
+    if (
+      st &&
+      (st.isDirectory() ? statSync(join(dotGit, 'HEAD'), { throwIfNoEntry: false })?.isFile() : isGitFile(dotGit))
+    )
+      return d;
     if (dirname(d) === d) return null;
   }
 }
 
-async function isGitFile(path: string): Promise<boolean> {
-  const handle = await open(path, 'r');
+function isGitFile(path: string): boolean {
   try {
-    const { buffer, bytesRead } = await handle.read(Buffer.alloc(8), 0, 8, 0);
-    return buffer.subarray(0, bytesRead).toString('latin1') === 'gitdir: ';
-  } finally {
-    await handle.close();
+    const fd = openSync(path, 'r');
+    try {
+      const buf = Buffer.alloc(8);
+      return buf.subarray(0, readSync(fd, buf, 0, 8, 0)).toString('latin1') === 'gitdir: ';
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return false;
   }
 }
 
@@ -126,7 +133,7 @@ export async function snapshot(dir: string): Promise<GitSnapshot> {
   // is only used when status says there is a HEAD (an unborn branch has none, and that diff fails).
   // A dir in no work tree is answered from a few stats, without a process (git would say the same, slower). GIT_DIR
   // points git elsewhere than the tree it is run in, so then git is asked.
-  if (!process.env.GIT_DIR && (await findWorkTree(dir)) === null) return { git: false, reason: 'not a git work tree' };
+  if (!process.env.GIT_DIR && findWorkTree(dir) === null) return { git: false, reason: 'not a git work tree' };
   let out: { ok: boolean; status: string; numstat: string };
   try {
     out = await statusAndNumstat(dir);

@@ -97,10 +97,10 @@ test('findWorkTree names the work tree git names: root, subdir, linked worktree,
   const plain = join(base, 'plain');
   mkdirSync(plain);
   for (const dir of [repo, join(repo, 'a', 'b'), join(repo, 'a', 'fake'), linked, join(linked, 'deep'), plain]) {
-    assert.equal(await findWorkTree(dir), await gitToplevel(dir), dir);
+    assert.equal(findWorkTree(dir), await gitToplevel(dir), dir);
   }
-  assert.equal(await findWorkTree(plain), null);
-  assert.equal(await findWorkTree(linked), linked);
+  assert.equal(findWorkTree(plain), null);
+  assert.equal(findWorkTree(linked), linked);
   // The snapshot script gets a dir whose name a shell would expand if it were not passed as an argument.
   const s = await snapshot(join(repo, 'a'));
   assert.ok(s.git);
