@@ -350,3 +350,40 @@ test("roots change while the engine runs; baton's own dirs are never a cwd, even
     /no project roots/,
   );
 });
+
+test('durability: admission, continue, cancel and each round end are synced commits; progress is not (rule: crash-durability)', async (t) => {
+  const { engine, store, run } = setup(t);
+  const synced: string[] = [];
+  const durableTx = store.durableTx.bind(store);
+  const eventCount = () => (store.db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n;
+  // Names each synced commit by the events it writes (each writes one lifecycle or cancel_requested event).
+  store.durableTx = <T>(fn: () => T): T =>
+    durableTx(() => {
+      const before = eventCount();
+      const out = fn();
+      const rows = store.db.prepare('SELECT data FROM events ORDER BY rowid LIMIT -1 OFFSET ?').all(before) as {
+        data: string;
+      }[];
+      synced.push(
+        rows
+          .map((r) => {
+            const e = JSON.parse(r.data) as { state?: string; kind: string };
+            return e.state ?? e.kind;
+          })
+          .join(),
+      );
+      return out;
+    });
+  const task = run('events');
+  await settled(engine, task.taskId);
+  engine.continue('alice', { taskId: task.taskId, prompt: 'reply again', idempotencyKey: 'c1' });
+  await settled(engine, task.taskId);
+  const held = run('hold');
+  await reaches(engine, held.taskId, 'session');
+  engine.cancel('alice', held.taskId);
+  await settled(engine, held.taskId);
+  assert.deepEqual(synced, ['queued', 'succeeded', 'queued', 'succeeded', 'queued', 'cancel_requested', 'cancelled']);
+  // Everything else (running, session, the agent's events) was committed without a sync, and is all there.
+  const kinds = engine.status('alice', task.taskId, 0, 500).events.map((e) => e.kind);
+  for (const k of ['session', 'status', 'commentary', 'usage']) assert.ok(kinds.includes(k), k);
+});
