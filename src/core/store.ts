@@ -477,6 +477,21 @@ export class Store {
     return r ? toRoundSummary(r) : undefined;
   }
 
+  /**
+   * A round's result length and preview, or null while it has none: what every task view shows, read without the
+   * round's git snapshots (up to 500 dirty paths each, which a view would otherwise parse at every status and wait).
+   */
+  resultSummary(taskId: string, n: number): { chars: number; preview: string } | null {
+    const r = this.stmt(
+      'SELECT result_chars, result_preview, result AS legacy_result FROM rounds WHERE task_id = ? AND n = ?',
+    ).get(taskId, n) as Row | undefined;
+    if (!r) return null;
+    if (r.result_chars != null) return { chars: Number(r.result_chars), preview: String(r.result_preview ?? '') };
+    if (r.legacy_result == null) return null;
+    const legacy = String(r.legacy_result);
+    return { chars: countCodePoints(legacy), preview: cutCodePoints(legacy, RESULT_PREVIEW_CODE_POINTS) };
+  }
+
   /** A page of a round's result, read from the one or two stored pages it spans, whatever the result's size. */
   resultPage(taskId: string, n: number, offset: number, pageSize: number): TextPage {
     const meta = this.stmt('SELECT result_chars, result AS legacy FROM rounds WHERE task_id = ? AND n = ?').get(
