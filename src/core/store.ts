@@ -327,24 +327,22 @@ export class Store {
     now: string;
   }): void {
     const order = (this.stmt('SELECT COALESCE(MAX(list_order), 0) + 1 AS o FROM tasks').get() as { o: number }).o;
-    this.db
-      .prepare(
-        `INSERT INTO tasks (id, caller, agent, cwd, workdir, isolation, model, effort, state, rounds, created_at, updated_at, list_order)
+    this.stmt(
+      `INSERT INTO tasks (id, caller, agent, cwd, workdir, isolation, model, effort, state, rounds, created_at, updated_at, list_order)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?)`,
-      )
-      .run(
-        t.id,
-        t.caller,
-        t.agent,
-        t.cwd,
-        t.workdir,
-        t.isolation,
-        t.model ?? null,
-        t.effort ?? null,
-        t.now,
-        t.now,
-        order,
-      );
+    ).run(
+      t.id,
+      t.caller,
+      t.agent,
+      t.cwd,
+      t.workdir,
+      t.isolation,
+      t.model ?? null,
+      t.effort ?? null,
+      t.now,
+      t.now,
+      order,
+    );
     this.markerDirty = true;
     if (!this.db.isTransaction) this.afterCommit();
   }
@@ -378,18 +376,16 @@ export class Store {
         ? this.stmt(
             `SELECT ${TASK_COLUMNS}, list_order FROM tasks WHERE list_order > ? ORDER BY list_order LIMIT ?`,
           ).all(afterOrder, limit)
-        : this.db
-            .prepare(
-              `SELECT ${TASK_COLUMNS}, list_order FROM tasks WHERE caller = ? AND list_order > ? ORDER BY list_order LIMIT ?`,
-            )
-            .all(caller, afterOrder, limit)
+        : this.stmt(
+            `SELECT ${TASK_COLUMNS}, list_order FROM tasks WHERE caller = ? AND list_order > ? ORDER BY list_order LIMIT ?`,
+          ).all(caller, afterOrder, limit)
     ) as Row[];
     return { tasks: rows.map(toTask), orders: rows.map((r) => Number(r.list_order)) };
   }
 
   /** The list position of task `id` if `caller` may list it (any caller for null), for resolving a list cursor. */
   listOrderOf(caller: string | null, id: string): number | undefined {
-    const r = this.db.prepare('SELECT caller, list_order FROM tasks WHERE id = ?').get(id) as Row | undefined;
+    const r = this.stmt('SELECT caller, list_order FROM tasks WHERE id = ?').get(id) as Row | undefined;
     if (!r || (caller !== null && r.caller !== caller)) return undefined;
     return Number(r.list_order);
   }
@@ -579,9 +575,11 @@ export class Store {
 
   events(taskId: string, after: number, limit: number): TaskEvent[] {
     return (
-      this.db
-        .prepare('SELECT data FROM events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?')
-        .all(taskId, after, limit) as { data: string }[]
+      this.stmt('SELECT data FROM events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?').all(
+        taskId,
+        after,
+        limit,
+      ) as { data: string }[]
     ).map((r) => JSON.parse(r.data) as TaskEvent);
   }
 
@@ -593,17 +591,24 @@ export class Store {
   }
 
   putIdempotency(caller: string, key: string, rec: IdempotencyRecord): void {
-    this.db
-      .prepare('INSERT INTO idempotency (caller, key, payload_hash, task_id, round) VALUES (?, ?, ?, ?, ?)')
-      .run(caller, key, rec.payloadHash, rec.taskId, rec.round);
+    this.stmt('INSERT INTO idempotency (caller, key, payload_hash, task_id, round) VALUES (?, ?, ?, ?, ?)').run(
+      caller,
+      key,
+      rec.payloadHash,
+      rec.taskId,
+      rec.round,
+    );
   }
 
   // ---- worker process groups
 
   addWorker(w: WorkerRecord, now: string): void {
-    this.db
-      .prepare('INSERT OR REPLACE INTO workers (pgid, task_id, leader_start, started_at) VALUES (?, ?, ?, ?)')
-      .run(w.pgid, w.taskId, w.leaderStart, now);
+    this.stmt('INSERT OR REPLACE INTO workers (pgid, task_id, leader_start, started_at) VALUES (?, ?, ?, ?)').run(
+      w.pgid,
+      w.taskId,
+      w.leaderStart,
+      now,
+    );
   }
 
   removeWorker(pgid: number): void {
