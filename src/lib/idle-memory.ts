@@ -7,10 +7,10 @@ import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 /** How often the daemon looks at its CPU use; quiet means under QUIET_CPU_SHARE of one core over a whole period. */
-const CHECK_MS = 1_000;
+const CHECK_MS = 500;
 const QUIET_CPU_SHARE = 0.02;
 /** Young-generation pages held beyond this are worth a collection. */
-const YOUNG_SLACK_BYTES = 4 * 1024 * 1024;
+const YOUNG_SLACK_BYTES = 2 * 1024 * 1024;
 
 type GcOptions = { type: 'major'; execution: 'sync'; flavor: 'last-resort' };
 let gcFunction: ((opts: GcOptions) => void) | undefined;
