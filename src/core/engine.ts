@@ -221,7 +221,13 @@ export class Engine {
     active.cancelRequested = true;
     if (task.state === 'queued') {
       // Never started: nothing to stop; aborting withdraws it from the lock queue.
-      this.log.finishRound(task.id, active.round, { state: 'cancelled', error: 'cancelled before it started' });
+      this.log.finishRound(
+        task.id,
+        active.round,
+        { state: 'cancelled', error: 'cancelled before it started' },
+        undefined,
+        { durable: true },
+      );
       active.controller.abort(new Error('cancelled'));
       return this.view(this.mustGet(task.id));
     }

@@ -2,9 +2,9 @@
 // SQLite (WAL). Every write that acknowledges something to a caller is committed before the answer goes out:
 // node:sqlite is synchronous, so a method returning means its transaction is committed. The connection runs with
 // `synchronous = NORMAL` (a commit reaches the OS, which survives a crash of the daemon); durableTx() also syncs the
-// WAL to the disk before it returns, for what an answer acknowledges and for a round's end, so a power loss can take
-// back only bookkeeping of rounds that were running anyway (docs/hub.md, "Durability").
-import { chmodSync, existsSync } from 'node:fs';
+// WAL to the disk before it returns, for what an answer acknowledges, and syncSoon() syncs it in the background for a
+// round's end, so a power loss can take back only the last moments' progress (docs/hub.md, "Durability").
+import { chmodSync, closeSync, existsSync, fdatasync, openSync } from 'node:fs';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { PRIVATE_FILE_MODE } from '../lib/private-fs.ts';
 import { cutCodePoints } from '../lib/text.ts';
@@ -82,6 +82,8 @@ const ROUND_SUMMARY_COLUMNS = `task_id, n, state, started_at, ended_at, before, 
 /** Small commentary appends are joined into the newest chunk up to this size, so a chunk is never rewritten whole. */
 const COMMENTARY_CHUNK_BYTES = 16 * 1024;
 const RESULT_PREVIEW_CODE_POINTS = 200;
+/** How long a round's end may wait for its background sync (syncSoon). */
+const SYNC_SOON_MS = 200;
 
 export interface IdempotencyRecord {
   payloadHash: string;
@@ -295,6 +297,45 @@ export class Store {
     return out;
   }
 
+  /** The WAL, opened for background syncs (syncSoon) once it exists; a sync in flight, and a close waiting for it. */
+  private walFd: number | undefined;
+  private syncTimer: NodeJS.Timeout | undefined;
+  private syncing = false;
+
+  /**
+   * Syncs the WAL to the disk within SYNC_SOON_MS, in the thread pool rather than on the event loop: for a commit
+   * nobody's answer waits on (a round's end) that should still reach the disk soon, not only at the next synced
+   * commit or checkpoint. Calls within the delay share one sync. A failed sync is left to the next synced commit.
+   */
+  syncSoon(): void {
+    if (this.syncTimer || !this.marker) return;
+    this.syncTimer = setTimeout(() => {
+      this.syncTimer = undefined;
+      if (!this.db.isOpen || this.syncing) return;
+      try {
+        this.walFd ??= openSync(walPath(this.path), 'r');
+      } catch {
+        return;
+      }
+      this.syncing = true;
+      fdatasync(this.walFd, () => {
+        this.syncing = false;
+        // close() came while the sync ran: the descriptor is released only now, so no later open can reuse its number
+        // under a sync still in flight.
+        if (!this.db.isOpen) this.closeWal();
+      });
+    }, SYNC_SOON_MS);
+    this.syncTimer.unref();
+  }
+
+  private closeWal(): void {
+    if (this.walFd === undefined) return;
+    try {
+      closeSync(this.walFd);
+    } catch {}
+    this.walFd = undefined;
+  }
+
   /**
    * Closes the store: checkpoints the WAL into baton.db, then records the clean stop, so a WAL found missing later
    * while the marker says "not clean" means commits were lost.
@@ -310,7 +351,10 @@ export class Store {
         // A failed checkpoint (disk full) leaves the marker "not clean": the WAL stays and is replayed next time.
       }
     }
+    clearTimeout(this.syncTimer);
+    this.syncTimer = undefined;
     this.db.close();
+    if (!this.syncing) this.closeWal();
   }
 
   // ---- tasks
