@@ -11,7 +11,7 @@ import type { Logger } from '../lib/log.ts';
 import { isWithin, realish } from '../lib/paths.ts';
 import { stopGroup } from '../lib/process-group.ts';
 import { redact, redactDeep, redactError } from '../lib/redact.ts';
-import { addWorktree, findWorkTree, gitToplevel, snapshot } from './git.ts';
+import { addWorktree, findWorkTree, type GitSnapshot, gitToplevel, snapshot } from './git.ts';
 import { type LockScope, WorkspaceLocks } from './locks.ts';
 import { RESULT_PAGE_CODE_POINTS } from './paging.ts';
 import { leaderStartTime, recoverAfterCrash } from './recovery.ts';
@@ -119,6 +119,12 @@ export class Engine {
   /** Admissions take their lock queue positions one after another through this chain (see schedule). */
   private admissions: Promise<unknown> = Promise.resolve();
   private shuttingDown = false;
+  /**
+   * A round's after-snapshot, kept by its workdir only until the macrotask that released its lock is over: a round in
+   * the same dir granted the lock in that moment (it was queued behind) takes it as its before-snapshot instead of
+   * running git again. Nothing ran in that dir in between (the lock), and no time passed for anyone to edit it.
+   */
+  private readonly handoff = new Map<string, GitSnapshot>();
 
   constructor(opts: EngineOptions) {
     this.opts = opts;
@@ -394,7 +400,11 @@ export class Engine {
 
     const round = this.store.getRound(taskId, n)!;
     // The before-snapshot runs while the agent starts up; the turn is sent only once it is taken (see start below).
-    const before = snapshot(task.workdir).then((b) => this.store.updateRound(taskId, n, { before: b }));
+    const inherited = this.handoff.get(task.workdir);
+    this.handoff.delete(task.workdir);
+    const before = (inherited ? Promise.resolve(inherited) : snapshot(task.workdir)).then((b) =>
+      this.store.updateRound(taskId, n, { before: b }),
+    );
     before.catch(() => {}); // awaited below on every path; this only keeps a failure from counting as unhandled meanwhile
     const agent = this.opts.agents.get(task.agent);
     // If the agent does not stop by itself after an abort, its process group is stopped (rule: cancel-then-stop).
@@ -434,6 +444,13 @@ export class Engine {
     });
     await before;
     const after = await snapshot(task.workdir);
+    if (after.git) {
+      // The lock is released once this round is recorded, a few microtasks from now; see handoff.
+      this.handoff.set(task.workdir, after);
+      setImmediate(() => {
+        if (this.handoff.get(task.workdir) === after) this.handoff.delete(task.workdir);
+      });
+    }
     const text = redact(r.text);
     if (entry.cancelRequested || this.shuttingDown) {
       this.finish(taskId, n, this.abortOutcome(entry, r.end, after), text);
