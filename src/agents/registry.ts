@@ -3,19 +3,24 @@
 // The ACP and Codex adapters are loaded when an agent of theirs is first probed or opened, not when the hub starts:
 // the ACP SDK and the app-server client are most of the adapters' memory, and a hub whose agents answer a `--version`
 // probe needs neither until a task runs. Their config schemas, which the hub checks at start, are small modules.
+import type { AcpAgent } from './acp/agent.ts';
 import { acpConfigSchema } from './acp/config.ts';
 import type { Agent, AgentContext, AgentKind } from './agent.ts';
 import { claudeKind } from './claude/index.ts';
 import { codexAgentConfigSchema } from './codex/config.ts';
 import { openCodeAgentKind } from './opencode/agent.ts';
 
-/** An Agent whose implementation is imported on first use; creating it has no side effect to defer. */
-function lazyAgent(name: string, kind: string, load: () => Promise<Agent>): Agent {
-  let agent: Promise<Agent> | undefined;
-  const get = () => {
-    agent ??= load();
-    return agent;
+/** One instance, imported on first use; creating an adapter has no side effect worth doing early. */
+function onFirstUse<T>(load: () => Promise<T>): () => Promise<T> {
+  let instance: Promise<T> | undefined;
+  return () => {
+    instance ??= load();
+    return instance;
   };
+}
+
+/** An Agent whose implementation is imported on first use. */
+function lazyAgent(name: string, kind: string, get: () => Promise<Agent>): Agent {
   return {
     name,
     kind,
@@ -26,14 +31,22 @@ function lazyAgent(name: string, kind: string, load: () => Promise<Agent>): Agen
 
 const acpAgentKind: AgentKind<typeof acpConfigSchema> = {
   configSchema: acpConfigSchema,
-  create: (name, config, ctx) =>
-    lazyAgent(name, 'acp', async () => new (await import('./acp/agent.ts')).AcpAgent(name, config, ctx)),
+  create: (name, config, ctx) => {
+    const get = onFirstUse(async () => new (await import('./acp/agent.ts')).AcpAgent(name, config, ctx));
+    // `baton doctor`'s deeper check, which only ACP agents offer.
+    const probeSession: AcpAgent['probeSession'] = async (...args) => (await get()).probeSession(...args);
+    return Object.assign(lazyAgent(name, 'acp', get), { probeSession });
+  },
 };
 
 const codexAgentKind: AgentKind<typeof codexAgentConfigSchema> = {
   configSchema: codexAgentConfigSchema,
   create: (name, config, ctx) =>
-    lazyAgent(name, 'codex', async () => (await import('./codex/adapter.ts')).createCodexAgent(name, config, ctx)),
+    lazyAgent(
+      name,
+      'codex',
+      onFirstUse(async () => (await import('./codex/adapter.ts')).createCodexAgent(name, config, ctx)),
+    ),
 };
 
 export const AGENT_KINDS: Record<string, AgentKind> = {
