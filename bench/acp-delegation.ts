@@ -7,6 +7,7 @@ import {
   delegate,
   directAcp,
   expectText,
+  hubEnv,
   makeGitRepo,
   makePlainDir,
   SCRIPTED_AGENT_COMMAND,
@@ -28,11 +29,15 @@ import {
 export async function acpDelegation(opts: BenchOptions, dir: string, cleanup: Cleanup): Promise<Section> {
   const git = makeGitRepo(join(dir, 'git'));
   const plain = makePlainDir(join(dir, 'plain'));
-  const hub = await startHub(cleanup, {
-    dir,
-    roots: [git, plain],
-    agents: { bench: { kind: 'acp', command: SCRIPTED_AGENT_COMMAND } },
-  });
+  const hub = await startHub(
+    cleanup,
+    {
+      dir,
+      roots: [git, plain],
+      agents: { bench: { kind: 'acp', command: SCRIPTED_AGENT_COMMAND } },
+    },
+    hubEnv(),
+  );
   const client = await connectCaller(cleanup, hub, 'alice');
   const hubSide = (cwd: string) => () =>
     timed(async () => expectText((await delegate(client, SHORT_PROMPT, cwd)).text, SHORT_ANSWER));

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { call, connectCaller, followToEnd, startHub } from '../test/support/hub.ts';
-import { makePlainDir } from './common.ts';
+import { hubEnv, makePlainDir } from './common.ts';
 import {
   atMost,
   type BenchOptions,
@@ -70,11 +70,15 @@ async function pageAll(t: Finished, expected: number, deadline: number): Promise
 
 export async function bigResult(opts: BenchOptions, dir: string, cleanup: Cleanup): Promise<Section> {
   const work = makePlainDir(join(dir, 'work'));
-  const hub = await startHub(cleanup, {
-    dir,
-    roots: [work],
-    agents: { sized: { kind: 'acp', command: [process.execPath, SIZED_AGENT] } },
-  });
+  const hub = await startHub(
+    cleanup,
+    {
+      dir,
+      roots: [work],
+      agents: { sized: { kind: 'acp', command: [process.execPath, SIZED_AGENT] } },
+    },
+    hubEnv(),
+  );
   const big = await finishedTask(await connectCaller(cleanup, hub, 'alice'), work, BIG);
   const small = await finishedTask(await connectCaller(cleanup, hub, 'bob'), work, SMALL);
   const status = (t: Finished) => () => timed(() => call(t.client, 'agent_status', { taskId: t.taskId }));

@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline';
 import { mockCodexEnv, ResponsesMock, reply, writeMockCodexHome } from '../test/mock-models/responses.ts';
 import { bins } from '../test/support/bins.ts';
 import { connectCaller, startHub } from '../test/support/hub.ts';
-import { delegate, expectText, makePlainDir } from './common.ts';
+import { delegate, expectText, hubEnv, makePlainDir } from './common.ts';
 import {
   atMost,
   type BenchOptions,
@@ -26,19 +26,23 @@ export async function codexDelegation(opts: BenchOptions, dir: string, cleanup: 
   const mock = await ResponsesMock.start(reply(ANSWER));
   cleanup.after(() => mock.close());
   const work = makePlainDir(join(dir, 'work'));
-  const hub = await startHub(cleanup, {
-    dir,
-    roots: [work],
-    agents: {
-      codex: {
-        kind: 'codex',
-        command: [process.execPath, bins.codex()],
-        model: 'mock-model',
-        modelProvider: { id: 'mock', baseUrl: mock.baseUrl, requiresOpenaiAuth: false, streamMaxRetries: 0 },
-        userCodexHome: join(dir, 'no-user-login'),
+  const hub = await startHub(
+    cleanup,
+    {
+      dir,
+      roots: [work],
+      agents: {
+        codex: {
+          kind: 'codex',
+          command: [process.execPath, bins.codex()],
+          model: 'mock-model',
+          modelProvider: { id: 'mock', baseUrl: mock.baseUrl, requiresOpenaiAuth: false, streamMaxRetries: 0 },
+          userCodexHome: join(dir, 'no-user-login'),
+        },
       },
     },
-  });
+    hubEnv(),
+  );
   const client = await connectCaller(cleanup, hub, 'alice');
   const codexHome = writeMockCodexHome(join(dir, 'direct-codex-home'), mock);
   const notes: string[] = [];

@@ -86,6 +86,14 @@ export async function directAcp(command: string[], cwd: string, prompt: string):
   return text;
 }
 
+/**
+ * Extra env for a bench's hub daemon: BENCH_HUB_NODE_OPTIONS becomes its NODE_OPTIONS (e.g. "--cpu-prof
+ * --cpu-prof-dir=/tmp/prof" to profile the hub alone; agent children never inherit NODE_OPTIONS).
+ */
+export function hubEnv(): NodeJS.ProcessEnv {
+  return process.env.BENCH_HUB_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_HUB_NODE_OPTIONS } : {};
+}
+
 let keys = 0;
 
 /** One delegation through the hub: agent_run → agent_wait until terminal → agent_result (first page). */

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { call, connectCaller, startHub } from '../test/support/hub.ts';
 import { SCRIPTED_ACP_AGENT } from '../test/support/scripted-agent.ts';
+import { hubEnv } from './common.ts';
 
 const eventsArg = process.argv.indexOf('--events');
 const EVENTS = eventsArg > 0 ? Number(process.argv[eventsArg + 1]) : 10_000;
@@ -29,7 +30,7 @@ try {
       roots: [work],
       agents: { flood: { kind: 'acp', command: [process.execPath, SCRIPTED_ACP_AGENT] } },
     },
-    process.env.BENCH_HUB_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_HUB_NODE_OPTIONS } : {},
+    hubEnv(),
   );
   const client = await connectCaller(t, hub, 'alice');
   const run = await call<{ taskId: string }>(client, 'agent_run', {

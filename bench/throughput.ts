@@ -7,6 +7,7 @@ import {
   delegate,
   directAcp,
   expectText,
+  hubEnv,
   makeGitRepo,
   SCRIPTED_AGENT_COMMAND,
   SHORT_ANSWER,
@@ -29,11 +30,15 @@ const IN_FLIGHT = 16;
 
 export async function throughput(opts: BenchOptions, dir: string, cleanup: Cleanup): Promise<Section> {
   const git = makeGitRepo(join(dir, 'git'));
-  const hub = await startHub(cleanup, {
-    dir,
-    roots: [git],
-    agents: { bench: { kind: 'acp', command: SCRIPTED_AGENT_COMMAND } },
-  });
+  const hub = await startHub(
+    cleanup,
+    {
+      dir,
+      roots: [git],
+      agents: { bench: { kind: 'acp', command: SCRIPTED_AGENT_COMMAND } },
+    },
+    hubEnv(),
+  );
   const hubPid = hub.group.child.pid!;
   const client = await connectCaller(cleanup, hub, 'alice');
   const hubCpu: number[] = [];

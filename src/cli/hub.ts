@@ -10,6 +10,7 @@ import { writeExamples } from '../faces/hub/examples.ts';
 import { type ConfigLocation, locateConfig } from '../faces/hub/locate.ts';
 import { type PreflightRow, preflightLines, rowStatus } from '../faces/hub/preflight.ts';
 import { serviceFiles } from '../faces/hub/service.ts';
+import { watchIdleMemory } from '../lib/idle-memory.ts';
 import { isLogLevel } from '../lib/log.ts';
 import { ensurePrivateDir } from '../lib/private-fs.ts';
 import { redactError } from '../lib/redact.ts';
@@ -145,10 +146,13 @@ export function registerHubCommands(program: Command): void {
           ? `roots: ${hub.currentRoots.join(', ')}`
           : 'no project roots yet — run `baton init` in a project',
       );
+      // Start-up garbage (and a burst's, later) is handed back once the daemon is quiet, not kept for its lifetime.
+      const stopWatching = watchIdleMemory();
       const stop = () => void hub.close();
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
       await hub.closed;
+      stopWatching();
     });
 
   program

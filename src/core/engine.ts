@@ -12,7 +12,7 @@ import type { Logger } from '../lib/log.ts';
 import { isWithin, realish } from '../lib/paths.ts';
 import { stopGroup } from '../lib/process-group.ts';
 import { redact, redactDeep, redactError } from '../lib/redact.ts';
-import { addWorktree, gitToplevel, snapshot } from './git.ts';
+import { addWorktree, findWorkTree, type GitSnapshot, gitToplevel, snapshot } from './git.ts';
 import { type LockScope, WorkspaceLocks } from './locks.ts';
 import { pageText, RESULT_PAGE_CODE_POINTS } from './paging.ts';
 import { leaderStartTime, recoverAfterCrash } from './recovery.ts';
@@ -153,6 +153,12 @@ export class Engine {
   private shuttingDown = false;
   /** Recent agent probes for agent_agents, by agent name. */
   private readonly probes = new Map<string, { at: number; probe: Promise<AgentProbe> }>();
+  /**
+   * A round's after-snapshot, kept by its workdir only until the macrotask that released its lock is over: a round in
+   * the same dir granted the lock in that moment (it was queued behind) takes it as its before-snapshot instead of
+   * running git again. Nothing ran in that dir in between (the lock), and no time passed for anyone to edit it.
+   */
+  private readonly handoff = new Map<string, GitSnapshot>();
 
   constructor(opts: EngineOptions) {
     this.opts = opts;
@@ -200,7 +206,7 @@ export class Engine {
     const replay = this.replay(caller, input.idempotencyKey, hash);
     if (replay) return this.view(replay);
     const id = `t-${randomBytes(9).toString('base64url')}`;
-    this.store.tx(() => {
+    this.store.durableTx(() => {
       this.store.insertTask({
         id,
         caller,
@@ -246,7 +252,7 @@ export class Engine {
     // A root removed since the task began no longer authorises new rounds in it.
     this.authorisedCwd(task.cwd);
     let n = 0;
-    this.store.tx(() => {
+    this.store.durableTx(() => {
       assertTransition(task.state, 'queued');
       n = this.store.insertRound(task.id, input.prompt);
       this.store.setTaskState(task.id, 'queued', now());
@@ -267,14 +273,17 @@ export class Engine {
     active.cancelledBy = cancelOrigin(caller);
     if (task.state === 'queued') {
       // Never started: nothing to stop; aborting withdraws it from the lock queue.
-      this.log.finishRound(task.id, active.round, {
-        state: 'cancelled',
-        error: `cancelled by the ${active.cancelledBy} before it started`,
-      });
+      this.log.finishRound(
+        task.id,
+        active.round,
+        { state: 'cancelled', error: `cancelled by the ${active.cancelledBy} before it started` },
+        undefined,
+        { durable: true },
+      );
       active.controller.abort(new Error('cancelled'));
       return this.view(this.mustGet(task.id));
     }
-    this.store.tx(() =>
+    this.store.durableTx(() =>
       this.store.appendEvent(task.id, {
         time: now(),
         round: active.round,
@@ -548,8 +557,8 @@ export class Engine {
     };
     this.active.set(taskId, entry);
     // The lock queue position is taken in admission order (rule: workspace-locks); worktree-isolated tasks need no
-    // lock. Resolving the repository scope spawns git, so it starts now and runs alongside other admissions' lookups,
-    // while the queue positions are still taken one after another through the admission chain.
+    // lock. The repository scope is resolved now (a few stats, no git process); a failure to resolve it fails this
+    // round only, and the queue positions are taken one after another through the admission chain.
     const task = this.mustGet(taskId);
     let locked: Promise<boolean> = Promise.resolve(true);
     if (task.isolation !== 'worktree') {
@@ -594,7 +603,11 @@ export class Engine {
 
     const round = this.store.getRound(taskId, n)!;
     // The before-snapshot runs while the agent starts up; the turn is sent only once it is taken (see start below).
-    const before = snapshot(task.workdir).then((b) => this.store.updateRound(taskId, n, { before: b }));
+    const inherited = this.handoff.get(task.workdir);
+    this.handoff.delete(task.workdir);
+    const before = (inherited ? Promise.resolve(inherited) : snapshot(task.workdir)).then((b) =>
+      this.store.updateRound(taskId, n, { before: b }),
+    );
     before.catch(() => {}); // awaited below on every path; this only keeps a failure from counting as unhandled meanwhile
     const agent = this.opts.agents.get(task.agent);
     // If the agent does not stop by itself after an abort, its process group is stopped (rule: cancel-then-stop).
@@ -639,6 +652,13 @@ export class Engine {
     });
     await before;
     const after = await snapshot(task.workdir);
+    if (after.git) {
+      // The lock is released once this round is recorded, a few microtasks from now; see handoff.
+      this.handoff.set(task.workdir, after);
+      setImmediate(() => {
+        if (this.handoff.get(task.workdir) === after) this.handoff.delete(task.workdir);
+      });
+    }
     const text = redact(r.text);
     if (entry.cancelRequested || this.shuttingDown) {
       this.finish(taskId, n, this.abortOutcome(entry, r.end, after), text);
@@ -827,6 +847,6 @@ function payloadHash(payload: Record<string, unknown>): string {
 
 async function lockScope(dir: string): Promise<LockScope> {
   const real = realpathSync(dir);
-  const top = await gitToplevel(real);
+  const top = findWorkTree(real);
   return { dir: real, worktree: top ? realpathSync(top) : null };
 }

@@ -1,7 +1,10 @@
 // The durable store (rule: crash-durability): tasks, rounds, events, idempotency keys and worker process groups in
 // SQLite (WAL). Every write that acknowledges something to a caller is committed before the answer goes out:
-// node:sqlite is synchronous, so a method returning means its transaction is on disk.
-import { chmodSync, existsSync } from 'node:fs';
+// node:sqlite is synchronous, so a method returning means its transaction is committed. The connection runs with
+// `synchronous = NORMAL` (a commit reaches the OS, which survives a crash of the daemon); durableTx() also syncs the
+// WAL to the disk before it returns, for what an answer acknowledges, and syncSoon() syncs it in the background for a
+// round's end, so a power loss can take back only the last moments' progress (docs/hub.md, "Durability").
+import { chmodSync, closeSync, existsSync, fdatasync, openSync } from 'node:fs';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { PRIVATE_FILE_MODE } from '../lib/private-fs.ts';
 import { cutCodePoints } from '../lib/text.ts';
@@ -84,6 +87,8 @@ const ROUND_SUMMARY_COLUMNS = `task_id, n, state, started_at, ended_at, before, 
 /** Small commentary appends are joined into the newest chunk up to this size, so a chunk is never rewritten whole. */
 const COMMENTARY_CHUNK_BYTES = 16 * 1024;
 const RESULT_PREVIEW_CODE_POINTS = 200;
+/** How long a round's end may wait for its background sync (syncSoon). */
+const SYNC_SOON_MS = 200;
 
 export interface IdempotencyRecord {
   payloadHash: string;
@@ -150,7 +155,7 @@ export class Store {
       this.db = new DatabaseSync(path);
       if (fresh) chmodSync(path, PRIVATE_FILE_MODE);
       this.db.exec(
-        'PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;',
+        'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;',
       );
     } catch (err) {
       throw diskFull(err, `cannot open the store ${path}`);
@@ -249,22 +254,91 @@ export class Store {
 
   /**
    * Runs `fn` in one transaction (nested calls join the outer one). A full disk fails as StoreFullError; SQLite may
-   * already have rolled back by itself then, so ROLLBACK is issued only while a transaction is still open.
+   * already have rolled back by itself then, so ROLLBACK is issued only while a transaction is still open. The commit
+   * reaches the OS but is not synced to the disk (synchronous = NORMAL): see durableTx.
    */
   tx<T>(fn: () => T): T {
-    if (this.db.isTransaction) return fn();
+    return this.transaction(fn, false);
+  }
+
+  /**
+   * tx() whose commit is synced to the disk before it returns (synchronous = FULL for that one commit): for writes an
+   * answer acknowledges (a run, continue or cancel) and for a round's end (rule: crash-durability). The WAL is written
+   * in order, so the sync also covers every commit before it. SQLite fixes the level when a transaction begins, so a
+   * durableTx may join only an outer durableTx.
+   */
+  durableTx<T>(fn: () => T): T {
+    return this.transaction(fn, true);
+  }
+
+  /** The open transaction is a durable one. */
+  private durableOpen = false;
+
+  private transaction<T>(fn: () => T, durable: boolean): T {
+    if (this.db.isTransaction) {
+      if (durable && !this.durableOpen) throw new Error('a durable write cannot join a transaction begun without it');
+      return fn();
+    }
     this.beforeWrite?.();
     let out: T;
     try {
-      this.db.exec('BEGIN IMMEDIATE');
-      out = fn();
-      this.db.exec('COMMIT');
+      if (durable) this.db.exec('PRAGMA synchronous = FULL');
+      this.durableOpen = durable;
+      try {
+        this.db.exec('BEGIN IMMEDIATE');
+        out = fn();
+        this.db.exec('COMMIT');
+      } catch (err) {
+        if (this.db.isTransaction) this.db.exec('ROLLBACK');
+        throw err;
+      } finally {
+        this.durableOpen = false;
+        if (durable) this.db.exec('PRAGMA synchronous = NORMAL');
+      }
     } catch (err) {
-      if (this.db.isTransaction) this.db.exec('ROLLBACK');
       throw diskFull(err, 'the store could not write');
     }
     this.afterCommit();
     return out;
+  }
+
+  /** The WAL, opened for background syncs (syncSoon) once it exists; a sync in flight, and a close waiting for it. */
+  private walFd: number | undefined;
+  private syncTimer: NodeJS.Timeout | undefined;
+  private syncing = false;
+
+  /**
+   * Syncs the WAL to the disk within SYNC_SOON_MS, in the thread pool rather than on the event loop: for a commit
+   * nobody's answer waits on (a round's end) that should still reach the disk soon, not only at the next synced
+   * commit or checkpoint. Calls within the delay share one sync. A failed sync is left to the next synced commit.
+   */
+  syncSoon(): void {
+    if (this.syncTimer || !this.marker) return;
+    this.syncTimer = setTimeout(() => {
+      this.syncTimer = undefined;
+      if (!this.db.isOpen || this.syncing) return;
+      try {
+        this.walFd ??= openSync(walPath(this.path), 'r');
+      } catch {
+        return;
+      }
+      this.syncing = true;
+      fdatasync(this.walFd, () => {
+        this.syncing = false;
+        // close() came while the sync ran: the descriptor is released only now, so no later open can reuse its number
+        // under a sync still in flight.
+        if (!this.db.isOpen) this.closeWal();
+      });
+    }, SYNC_SOON_MS);
+    this.syncTimer.unref();
+  }
+
+  private closeWal(): void {
+    if (this.walFd === undefined) return;
+    try {
+      closeSync(this.walFd);
+    } catch {}
+    this.walFd = undefined;
   }
 
   /**
@@ -282,7 +356,10 @@ export class Store {
         // A failed checkpoint (disk full) leaves the marker "not clean": the WAL stays and is replayed next time.
       }
     }
+    clearTimeout(this.syncTimer);
+    this.syncTimer = undefined;
     this.db.close();
+    if (!this.syncing) this.closeWal();
   }
 
   // ---- tasks
@@ -299,24 +376,22 @@ export class Store {
     now: string;
   }): void {
     const order = (this.stmt('SELECT COALESCE(MAX(list_order), 0) + 1 AS o FROM tasks').get() as { o: number }).o;
-    this.db
-      .prepare(
-        `INSERT INTO tasks (id, caller, agent, cwd, workdir, isolation, model, effort, state, rounds, created_at, updated_at, list_order)
+    this.stmt(
+      `INSERT INTO tasks (id, caller, agent, cwd, workdir, isolation, model, effort, state, rounds, created_at, updated_at, list_order)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?)`,
-      )
-      .run(
-        t.id,
-        t.caller,
-        t.agent,
-        t.cwd,
-        t.workdir,
-        t.isolation,
-        t.model ?? null,
-        t.effort ?? null,
-        t.now,
-        t.now,
-        order,
-      );
+    ).run(
+      t.id,
+      t.caller,
+      t.agent,
+      t.cwd,
+      t.workdir,
+      t.isolation,
+      t.model ?? null,
+      t.effort ?? null,
+      t.now,
+      t.now,
+      order,
+    );
     this.markerDirty = true;
     if (!this.db.isTransaction) this.afterCommit();
   }
@@ -366,7 +441,7 @@ export class Store {
 
   /** The list position of task `id` if `caller` may list it (any caller for null), for resolving a list cursor. */
   listOrderOf(caller: string | null, id: string): number | undefined {
-    const r = this.db.prepare('SELECT caller, list_order FROM tasks WHERE id = ?').get(id) as Row | undefined;
+    const r = this.stmt('SELECT caller, list_order FROM tasks WHERE id = ?').get(id) as Row | undefined;
     if (!r || (caller !== null && r.caller !== caller)) return undefined;
     return Number(r.list_order);
   }
@@ -491,6 +566,21 @@ export class Store {
     return r ? toRoundSummary(r) : undefined;
   }
 
+  /**
+   * A round's result length and preview, or null while it has none: what every task view shows, read without the
+   * round's git snapshots (up to 500 dirty paths each, which a view would otherwise parse at every status and wait).
+   */
+  resultSummary(taskId: string, n: number): { chars: number; preview: string } | null {
+    const r = this.stmt(
+      'SELECT result_chars, result_preview, result AS legacy_result FROM rounds WHERE task_id = ? AND n = ?',
+    ).get(taskId, n) as Row | undefined;
+    if (!r) return null;
+    if (r.result_chars != null) return { chars: Number(r.result_chars), preview: String(r.result_preview ?? '') };
+    if (r.legacy_result == null) return null;
+    const legacy = String(r.legacy_result);
+    return { chars: countCodePoints(legacy), preview: cutCodePoints(legacy, RESULT_PREVIEW_CODE_POINTS) };
+  }
+
   /** A page of a round's result, read from the one or two stored pages it spans, whatever the result's size. */
   resultPage(taskId: string, n: number, offset: number, pageSize: number): TextPage {
     const meta = this.stmt('SELECT result_chars, result AS legacy FROM rounds WHERE task_id = ? AND n = ?').get(
@@ -578,9 +668,11 @@ export class Store {
 
   events(taskId: string, after: number, limit: number): TaskEvent[] {
     return (
-      this.db
-        .prepare('SELECT data FROM events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?')
-        .all(taskId, after, limit) as { data: string }[]
+      this.stmt('SELECT data FROM events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?').all(
+        taskId,
+        after,
+        limit,
+      ) as { data: string }[]
     ).map((r) => JSON.parse(r.data) as TaskEvent);
   }
 
@@ -592,17 +684,24 @@ export class Store {
   }
 
   putIdempotency(caller: string, key: string, rec: IdempotencyRecord): void {
-    this.db
-      .prepare('INSERT INTO idempotency (caller, key, payload_hash, task_id, round) VALUES (?, ?, ?, ?, ?)')
-      .run(caller, key, rec.payloadHash, rec.taskId, rec.round);
+    this.stmt('INSERT INTO idempotency (caller, key, payload_hash, task_id, round) VALUES (?, ?, ?, ?, ?)').run(
+      caller,
+      key,
+      rec.payloadHash,
+      rec.taskId,
+      rec.round,
+    );
   }
 
   // ---- worker process groups
 
   addWorker(w: WorkerRecord, now: string): void {
-    this.db
-      .prepare('INSERT OR REPLACE INTO workers (pgid, task_id, leader_start, started_at) VALUES (?, ?, ?, ?)')
-      .run(w.pgid, w.taskId, w.leaderStart, now);
+    this.stmt('INSERT OR REPLACE INTO workers (pgid, task_id, leader_start, started_at) VALUES (?, ?, ?, ?)').run(
+      w.pgid,
+      w.taskId,
+      w.leaderStart,
+      now,
+    );
   }
 
   // ---------------------------------------------------------------- MCP sessions (issue 14)

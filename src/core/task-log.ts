@@ -96,14 +96,19 @@ export class TaskLog {
     store.beforeWrite = () => this.flush();
   }
 
-  /** Ends round `n`: the round row, the task's state and the lifecycle event, in one transaction. */
-  finishRound(taskId: string, n: number, end: RoundEnd, result?: string): void {
+  /**
+   * Ends round `n`: the round row, the task's state and the lifecycle event, in one transaction. `durable` when the
+   * caller's answer acknowledges it (a cancel of queued work): synced before returning. Otherwise the sync follows
+   * in the background within moments (Store.syncSoon), off the event loop and off the next round's path.
+   */
+  finishRound(taskId: string, n: number, end: RoundEnd, result?: string, opts: { durable?: boolean } = {}): void {
     const task = this.store.getTask(taskId);
     if (!task) throw new Error(`no task ${taskId}`);
     // The round's last streamed text goes before its end, in the same write.
     this.releaseLive(taskId, true);
     this.live.delete(taskId);
-    this.store.tx(() => {
+    const write = (fn: () => void) => (opts.durable ? this.store.durableTx(fn) : this.store.tx(fn));
+    write(() => {
       assertTransition(task.state, end.state);
       this.store.updateRound(taskId, n, {
         state: end.state,
@@ -123,6 +128,7 @@ export class TaskLog {
         ...(end.abandoned ? { abandoned: true } : {}),
       });
     });
+    if (!opts.durable) this.store.syncSoon();
     if (end.abandoned) {
       this.logger.warn('cancel was not acknowledged by the agent; the turn was abandoned', {
         taskId,

@@ -78,9 +78,7 @@ export type RoundView = ReturnType<typeof roundView>;
 /** A task as its caller sees it: state, the latest round's result length and a short preview. */
 export function taskView(store: Store, task: TaskRow): TaskView {
   // Length and preview were stored with the result, so this costs the same for a 10 MiB answer as for a short one.
-  const round = store.roundSummary(task.id, task.rounds);
-  const result =
-    round && round.resultChars !== null ? { chars: round.resultChars, preview: round.resultPreview ?? '' } : null;
+  const result = store.resultSummary(task.id, task.rounds);
   return {
     taskId: task.id,
     agent: task.agent,

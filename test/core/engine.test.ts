@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Engine, EngineError } from '../../src/core/engine.ts';
@@ -349,4 +349,105 @@ test("roots change while the engine runs; baton's own dirs are never a cwd, even
     () => engine.continue('alice', { taskId: task.taskId, prompt: 'more', idempotencyKey: 'k5' }),
     /no project roots/,
   );
+});
+
+test('durability: admission, continue and cancel are synced commits; round ends are synced soon after; progress is not (rule: crash-durability)', async (t) => {
+  const { engine, store, run } = setup(t);
+  const synced: string[] = [];
+  const durableTx = store.durableTx.bind(store);
+  const eventCount = () => (store.db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n;
+  // Names each synced commit by the events it writes (each writes one lifecycle or cancel_requested event).
+  store.durableTx = <T>(fn: () => T): T =>
+    durableTx(() => {
+      const before = eventCount();
+      const out = fn();
+      const rows = store.db.prepare('SELECT data FROM events ORDER BY rowid LIMIT -1 OFFSET ?').all(before) as {
+        data: string;
+      }[];
+      synced.push(
+        rows
+          .map((r) => {
+            const e = JSON.parse(r.data) as { state?: string; kind: string };
+            return e.state ?? e.kind;
+          })
+          .join(),
+      );
+      return out;
+    });
+  let soon = 0;
+  const syncSoon = store.syncSoon.bind(store);
+  store.syncSoon = () => {
+    soon++;
+    syncSoon();
+  };
+  const task = run('events');
+  await settled(engine, task.taskId);
+  engine.continue('alice', { taskId: task.taskId, prompt: 'reply again', idempotencyKey: 'c1' });
+  await settled(engine, task.taskId);
+  const held = run('hold');
+  await reaches(engine, held.taskId, 'session');
+  engine.cancel('alice', held.taskId);
+  await settled(engine, held.taskId);
+  // A round's end is synced in the background (syncSoon), except a cancel of queued work, which its answer acknowledges.
+  assert.deepEqual(synced, ['queued', 'queued', 'queued', 'cancel_requested']);
+  assert.equal(soon, 3);
+  const queued = run('gate never');
+  const behind = run('reply later');
+  engine.cancel('alice', behind.taskId);
+  assert.deepEqual(synced.slice(4), ['queued', 'queued', 'cancelled']);
+  engine.cancel('alice', queued.taskId);
+  await settled(engine, queued.taskId);
+  // Everything else (running, session, the agent's events) was committed without a sync, and is all there.
+  const kinds = engine.status('alice', task.taskId, 0, 500).events.map((e) => e.kind);
+  for (const k of ['session', 'status', 'commentary', 'usage']) assert.ok(kinds.includes(k), k);
+});
+
+test('a round queued behind another in the same dir takes its after-snapshot as its before-snapshot; a later one looks again', async (t) => {
+  const { engine, run, root, agent, base } = setup(t);
+  git(root, 'init', '-q');
+  writeFileSync(join(root, 'f.txt'), 'x');
+  git(root, 'add', '.');
+  git(root, 'commit', '-qm', 'init');
+  // Every git status the engine runs is logged by a wrapper found first on PATH.
+  const bin = join(base, 'bin');
+  mkdirSync(bin);
+  const log = join(base, 'git.log');
+  const realGit = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim();
+  writeFileSync(join(bin, 'git'), `#!/bin/sh\necho "$*" >> '${log}'\nexec '${realGit}' "$@"\n`, { mode: 0o755 });
+  const path = process.env.PATH;
+  process.env.PATH = `${bin}:${path}`;
+  t.after(() => {
+    process.env.PATH = path;
+  });
+  const statuses = () =>
+    existsSync(log)
+      ? readFileSync(log, 'utf8')
+          .split('\n')
+          .filter((l) => / status /.test(l))
+      : [];
+
+  const a = run('gate a');
+  const b = run('gate b');
+  await reaches(engine, a.taskId, 'running');
+  writeFileSync(join(root, 'by-a.txt'), 'a');
+  agent.gate('a').open();
+  await reaches(engine, b.taskId, 'running');
+  agent.gate('b').open();
+  await settled(engine, b.taskId);
+  const aRound = engine.status('alice', a.taskId).rounds[0]!;
+  const bRound = engine.status('alice', b.taskId).rounds[0]!;
+  assert.deepEqual(bRound.gitBefore, aRound.gitAfter);
+  assert.ok(JSON.stringify(bRound.gitBefore).includes('by-a.txt'));
+  // a before, a after (= b before), b after.
+  assert.equal(statuses().length, 3);
+
+  // Nothing queued behind b: the next round, admitted in a later turn of the event loop (as every request is), takes
+  // its own snapshot and sees the edit made meanwhile.
+  await new Promise((r) => setImmediate(r));
+  writeFileSync(join(root, 'meanwhile.txt'), 'm');
+  const c = run('reply c');
+  await settled(engine, c.taskId);
+  const cRound = engine.status('alice', c.taskId).rounds[0]!;
+  assert.ok(JSON.stringify(cRound.gitBefore).includes('meanwhile.txt'));
+  assert.equal(statuses().length, 5);
 });

@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { snapshot } from '../../src/core/git.ts';
+import { findWorkTree, gitToplevel, snapshot } from '../../src/core/git.ts';
 import { tempDir } from '../support/tmp.ts';
 
 function git(cwd: string, ...args: string[]): string {
@@ -79,4 +79,30 @@ test('snapshot: modified, staged, renamed, deleted and untracked paths, spaces a
   assert.ok(detached.git);
   assert.equal(detached.branch, null);
   assert.equal(detached.head, head);
+});
+
+test('findWorkTree names the work tree git names: root, subdir, linked worktree, submodule-like gitfile, none', async (t) => {
+  const base = tempDir(t);
+  const repo = join(base, 'repo $(x) `y`');
+  mkdirSync(join(repo, 'a', 'b'), { recursive: true });
+  git(repo, 'init', '-q', '-b', 'main');
+  writeFileSync(join(repo, 'a', 'f.txt'), 'x\n');
+  git(repo, 'add', '.');
+  git(repo, 'commit', '-q', '-m', 'init');
+  const linked = join(base, 'linked');
+  git(repo, 'worktree', 'add', '-q', '-b', 'side', linked);
+  mkdirSync(join(linked, 'deep'), { recursive: true });
+  // A `.git` dir that is no repository (no HEAD) is passed over, as git passes over it.
+  mkdirSync(join(repo, 'a', 'fake', '.git'), { recursive: true });
+  const plain = join(base, 'plain');
+  mkdirSync(plain);
+  for (const dir of [repo, join(repo, 'a', 'b'), join(repo, 'a', 'fake'), linked, join(linked, 'deep'), plain]) {
+    assert.equal(findWorkTree(dir), await gitToplevel(dir), dir);
+  }
+  assert.equal(findWorkTree(plain), null);
+  assert.equal(findWorkTree(linked), linked);
+  // The snapshot script gets a dir whose name a shell would expand if it were not passed as an argument.
+  const s = await snapshot(join(repo, 'a'));
+  assert.ok(s.git);
+  assert.equal(s.branch, 'main');
 });

@@ -1,10 +1,14 @@
 // The store's size-independent reads (issue 13): result length and preview kept with the result, result pages read
 // by code point offset, commentary appended in chunks and trimmed from the front, the operator list on an index.
 import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { pageText } from '../../src/core/paging.ts';
 import { Store } from '../../src/core/store.ts';
 import { taskView } from '../../src/core/views.ts';
+import { until } from '../support/poll.ts';
 
 type T = { after: (fn: () => void) => void };
 
@@ -94,4 +98,70 @@ test('a view takes the stored length and preview; the operator list reads throug
     .map((r) => String((r as { detail: string }).detail))
     .join('; ');
   assert.match(plan, /USING INDEX tasks_by_order/, 'the operator list reads through its index');
+});
+
+test('durability: commits run at synchronous NORMAL; a durableTx commits at FULL and may join only a durable one', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-store-sync-'));
+  const store = new Store(join(dir, 'baton.db'));
+  t.after(() => {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  // 1 = NORMAL, 2 = FULL: the level SQLite applies to the commit of the transaction the callback runs in.
+  const level = () => (store.db.prepare('PRAGMA synchronous').get() as { synchronous: number }).synchronous;
+  const now = new Date().toISOString();
+  const seen: Record<string, number> = {};
+  store.tx(() => {
+    seen.tx = level();
+    store.insertTask({ id: 't1', caller: 'c', agent: 'a', cwd: '/', workdir: '/', isolation: 'none', now });
+  });
+  store.durableTx(() => {
+    seen.durable = level();
+    store.tx(() => {
+      seen.nested = level();
+      store.insertRound('t1', 'prompt');
+    });
+  });
+  seen.after = level();
+  assert.deepEqual(seen, { tx: 1, durable: 2, nested: 2, after: 1 });
+  assert.throws(
+    () => store.tx(() => store.durableTx(() => store.insertRound('t1', 'lost'))),
+    /durable write cannot join a transaction begun without it/,
+  );
+  // The refused write rolled the outer transaction back: one round, and the level is NORMAL again.
+  assert.equal(store.getTask('t1')?.rounds, 1);
+  assert.equal(level(), 1);
+});
+
+test('syncSoon syncs the WAL from a descriptor of its own, which close() releases', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-store-sync-soon-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'baton.db');
+  const store = new Store(path);
+  const walFds = () =>
+    readdirSync('/proc/self/fd').filter((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`) === `${path}-wal`;
+      } catch {
+        return false;
+      }
+    });
+  const sqliteOwn = walFds().length;
+  const now = new Date().toISOString();
+  store.tx(() =>
+    store.insertTask({ id: 't1', caller: 'c', agent: 'a', cwd: '/', workdir: '/', isolation: 'none', now }),
+  );
+  store.syncSoon();
+  store.syncSoon(); // joins the pending one
+  await until(() => walFds().length === sqliteOwn + 1, { what: 'the background sync to open the WAL' });
+  store.close();
+  await until(() => walFds().length === 0, { what: 'close() to release every descriptor of the WAL' });
+  // A sync asked for just before close() is dropped with it.
+  const again = new Store(path);
+  again.syncSoon();
+  again.close();
+  assert.deepEqual(walFds(), []);
+  const reopened = new Store(path);
+  assert.equal(reopened.getTask('t1')?.id, 't1');
+  reopened.close();
 });

@@ -2,12 +2,12 @@
 // <stateDir>/homes/ holding a copy of the user's auth.json and a minimal config baton writes. One home per configured
 // agent, so that Codex's thread store survives a daemon restart and `thread/resume` finds earlier threads; the user's
 // own ~/.codex is never used directly.
-import { readFileSync, realpathSync } from 'node:fs';
+import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { renderCodexConfig } from '../../codex/config-toml.ts';
 import { mirrorAuthFile } from '../../lib/auth-mirror.ts';
-import { ensurePrivateDir, writePrivateFile } from '../../lib/private-fs.ts';
+import { ensurePrivateDir, PRIVATE_FILE_MODE, writePrivateFile } from '../../lib/private-fs.ts';
 import type { CodexAgentConfig } from './config.ts';
 
 export const AUTH_FILE = 'auth.json';
@@ -64,8 +64,16 @@ function rememberUntrustedProjects(home: string, add: readonly string[]): string
     if (Array.isArray(parsed)) known = parsed.filter((p): p is string => typeof p === 'string');
   } catch {}
   const merged = [...new Set([...known.filter((p) => !add.includes(p)), ...add])].slice(-MAX_UNTRUSTED_PROJECTS);
-  writePrivateFile(path, JSON.stringify(merged));
+  writeIfChanged(path, JSON.stringify(merged));
   return merged;
+}
+
+/** Most sessions find the home as the last one left it: a read then costs less than a write, a chmod and a rename. */
+function writeIfChanged(path: string, text: string): void {
+  try {
+    if ((statSync(path).mode & 0o777) === PRIVATE_FILE_MODE && readFileSync(path, 'utf8') === text) return;
+  } catch {}
+  writePrivateFile(path, text);
 }
 
 /** The cwd, its real path, and every ancestor of both: wherever Codex may look for a project root. */
@@ -117,7 +125,7 @@ export function prepareCodexHome(
   const dir = ensurePrivateDir(opts.dir ?? join(stateDir, 'homes', `codex-${safeName}`));
   const untrusted = rememberUntrustedProjects(dir, opts.cwd ? projectPathsOf(opts.cwd) : []);
   const render = opts.renderConfig ?? ((projects: readonly string[]) => minimalCodexConfig(config, projects));
-  writePrivateFile(join(dir, CONFIG_FILE), render(untrusted));
+  writeIfChanged(join(dir, CONFIG_FILE), render(untrusted));
   if (opts.configOnly) return { dir, writeBackAuth: () => false };
   const auth = mirrorAuthFile(join(userCodexHome(config), AUTH_FILE), join(dir, AUTH_FILE));
   return { dir, writeBackAuth: () => auth.writeBack() };
