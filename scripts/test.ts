@@ -1,0 +1,86 @@
+// Runs the test files (default: test/**/*.test.ts) with node:test, longest first. On a two-core machine most of the
+// suite's time is spent in a few files that drive real agent CLIs; started last, one of them runs alone at the end
+// while the cores idle. Node's own `--test` sorts files by name, so this script hands node:test an ordered list:
+// by the wall time each file took in the last run here (kept next to the compile cache in TMPDIR), else by the
+// hint list below, then by name. Order only schedules; every file still runs in its own process.
+//
+//   node scripts/test.ts [--concurrency N] [--timeout MS] [file or glob …]
+import { globSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import { run } from 'node:test';
+import { spec } from 'node:test/reporters';
+import { parseArgs } from 'node:util';
+
+// Files known to take longest (real agents, Chromium, npm pack), for a first run with no recorded times. A name that
+// no longer exists is ignored; a new slow file simply runs in name order until its time is recorded.
+const SLOW_HINT = [
+  'test/hub/hub-acp-real.test.ts',
+  'test/provider/codex-legacy.test.ts',
+  'test/browser/browser-provider.test.ts',
+  'test/attach/opencode-agent.test.ts',
+  'test/package/pack-install.test.ts',
+  'test/agents/acp-opencode.test.ts',
+  'test/connect/connect-cli.test.ts',
+  'test/provider/claude-provider.test.ts',
+  'test/connect/connect-opencode.test.ts',
+  'test/hub/hub-claude-opencode.test.ts',
+  'test/hub/operator-cli.test.ts',
+  'test/hub/ux-dashboard.test.ts',
+];
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    concurrency: { type: 'string', default: '3' },
+    timeout: { type: 'string', default: '300000' },
+  },
+});
+
+const root = process.cwd();
+const patterns = positionals.length > 0 ? positionals : ['test/**/*.test.ts'];
+const files = [...new Set(patterns.flatMap((p) => globSync(p)).map((f) => relative(root, resolve(f))))];
+if (files.length === 0) {
+  console.error(`no test files match ${patterns.join(' ')}`);
+  process.exit(1);
+}
+
+const timesFile = join(process.env.TMPDIR || tmpdir(), 'baton-test-durations.json');
+let recorded: Record<string, number> = {};
+try {
+  recorded = JSON.parse(readFileSync(timesFile, 'utf8')) as Record<string, number>;
+} catch {
+  // No earlier run here (or an unreadable record): the hint list orders this run.
+}
+const hintRank = (f: string) => {
+  const i = SLOW_HINT.indexOf(f);
+  return i === -1 ? SLOW_HINT.length : i;
+};
+const hasTimes = files.some((f) => recorded[f] !== undefined);
+files.sort((a, b) =>
+  hasTimes
+    ? (recorded[b] ?? 0) - (recorded[a] ?? 0) || a.localeCompare(b)
+    : hintRank(a) - hintRank(b) || a.localeCompare(b),
+);
+
+const durations: Record<string, number> = { ...recorded };
+const stream = run({
+  files: files.map((f) => resolve(root, f)),
+  concurrency: Number(values.concurrency),
+  timeout: Number(values.timeout),
+});
+stream.on('test:fail', () => {
+  process.exitCode = 1;
+});
+stream.on('test:summary', (s) => {
+  if (s.file) durations[relative(root, s.file)] = Math.round(s.duration_ms);
+  else if (!s.success || s.counts.cancelled > 0) process.exitCode = 1;
+});
+stream.on('end', () => {
+  try {
+    writeFileSync(timesFile, `${JSON.stringify(durations)}\n`);
+  } catch {
+    // The record only orders the next run; failing to keep it changes no result.
+  }
+});
+stream.compose(spec).pipe(process.stdout);
