@@ -4,7 +4,13 @@
 // by the wall time each file took in the last run here (kept next to the compile cache in TMPDIR), else by the
 // hint list below, then by name. Order only schedules; every file still runs in its own process.
 //
-//   node scripts/test.ts [--concurrency N] [--timeout MS] [file or glob …]
+// With --prepare (what `npm test` runs) `npm run check` and the build come first, as two chains side by side, one per
+// core: check's type check alone, and check's linters then the build. The build skips its own type check (`--noCheck`) because the
+// first chain runs the same check over src and everything else; its JavaScript is the same either way. Tests start
+// only when both chains passed.
+//
+//   node scripts/test.ts [--prepare] [--concurrency N] [--timeout MS] [file or glob …]
+import { spawn } from 'node:child_process';
 import { globSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
@@ -34,8 +40,49 @@ const { values, positionals } = parseArgs({
   options: {
     concurrency: { type: 'string', default: '3' },
     timeout: { type: 'string', default: '300000' },
+    prepare: { type: 'boolean', default: false },
   },
 });
+
+/** Runs the commands one after another (npm puts node_modules/.bin first on PATH); resolves to their output and
+ * whether all passed. Output is held back so the two chains never interleave. */
+async function chain(commands: string[][]): Promise<{ ok: boolean; output: string }> {
+  let output = '';
+  for (const [cmd, ...args] of commands) {
+    output += `> ${[cmd, ...args].join(' ')}\n`;
+    const child = spawn(cmd!, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.on('data', (d) => {
+      output += d;
+    });
+    child.stderr.on('data', (d) => {
+      output += d;
+    });
+    const code = await new Promise<number | null>((resolve) => {
+      child.once('error', (err) => {
+        output += `${err.message}\n`;
+        resolve(1);
+      });
+      child.once('close', resolve);
+    });
+    if (code !== 0) return { ok: false, output };
+  }
+  return { ok: true, output };
+}
+
+if (values.prepare) {
+  const results = await Promise.all([
+    chain([['npm', 'run', '-s', 'typecheck']]),
+    chain([
+      ['npm', 'run', '-s', 'lint'],
+      ['npm', 'run', '-s', 'build', '--', '--noCheck'],
+    ]),
+  ]);
+  for (const r of results) process.stdout.write(r.output);
+  if (!results.every((r) => r.ok)) {
+    console.error('checks or build failed; no tests run');
+    process.exit(1);
+  }
+}
 
 const root = process.cwd();
 const patterns = positionals.length > 0 ? positionals : ['test/**/*.test.ts'];
