@@ -1,10 +1,13 @@
-// The hub delegating to Claude Code (stream-json adapter) and to OpenCode (its HTTP server API, a server baton starts)
-// through the official MCP SDK client: run → result → continue in the same session → cancel, on the real binaries
-// against the suite's Anthropic Messages and chat-completions mocks.
+// The hub delegating to Claude Code (stream-json adapter) and to OpenCode (its HTTP server API) through the official
+// MCP SDK client: run → result → continue in the same session → cancel, on the real binaries against the suite's
+// Anthropic Messages and chat-completions mocks. OpenCode runs as one warm `opencode serve` the test starts and the hub
+// uses through `serverUrl`, instead of a server per round (three here, seconds of CPU each); the server baton starts
+// itself — private home, login mirror, resume in a fresh process — is tested in test/attach/opencode-agent.test.ts.
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { startOpenCodeServer } from '../../src/agents/opencode/serve.ts';
 import { AnthropicMock, isolatedClaudeEnv } from '../mock-models/anthropic.ts';
 import { MOCK_MODEL, opencodeEnv, startChatMock } from '../mock-models/chat-completions.ts';
 import { Gate } from '../mock-models/server.ts';
@@ -22,6 +25,12 @@ test('hub + claude and opencode (HTTP): run, continue in the same session, cance
   t.after(() => anthropic.close());
   const chat = await startChatMock();
   t.after(() => chat.close());
+  const server = await startOpenCodeServer({
+    binary: bins.opencode(),
+    env: opencodeEnv(join(dir, 'oc'), chat),
+    cwd: oWork,
+  });
+  t.after(() => server.stop());
   const hub = await startHub(
     t,
     {
@@ -32,13 +41,17 @@ test('hub + claude and opencode (HTTP): run, continue in the same session, cance
         opencode: {
           kind: 'opencode',
           binary: bins.opencode(),
+          serverUrl: server.url,
           model: `mock/${MOCK_MODEL}`,
-          env: opencodeEnv(join(dir, 'oc'), chat),
           cancelGraceMs: 5_000,
         },
       },
     },
-    isolatedClaudeEnv(anthropic.server.origin, join(dir, 'claude-user')),
+    {
+      ...isolatedClaudeEnv(anthropic.server.origin, join(dir, 'claude-user')),
+      OPENCODE_SERVER_USERNAME: server.username,
+      OPENCODE_SERVER_PASSWORD: server.password,
+    },
   );
   const alice = await connectCaller(t, hub, 'alice');
 
