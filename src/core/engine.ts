@@ -8,6 +8,7 @@ import { realpathSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { Agent, AgentProbe, AgentSession, Sandbox } from '../agents/agent.ts';
 import { probeAgent } from '../agents/probe.ts';
+import { cutCodePoints } from '../lib/chars.ts';
 import type { Logger } from '../lib/log.ts';
 import { isWithin, realish } from '../lib/paths.ts';
 import { stopGroup } from '../lib/process-group.ts';
@@ -53,6 +54,16 @@ const PROBE_WORKER = 'probe';
 const FINISH_RETRY_MS = 1_000;
 /** How much of each task's first prompt the dashboard's list shows and filters on. */
 const OVERVIEW_PROMPT_CHARS = 200;
+/** Shown prompts are read this much longer than shown, so a credential at the cut is still recognised whole. */
+const PROMPT_REDACT_MARGIN = 512;
+
+/**
+ * A prompt as the operator is shown it (rule: no-secrets-out): the store keeps the caller's words whole (the agent
+ * needs them), but a page never shows a credential quoted in them.
+ */
+function shownPrompt(text: string, maxChars: number): string {
+  return cutCodePoints(redact(text), maxChars);
+}
 
 /** The dashboard's list: the operator's task views, each with the start of its first prompt. */
 export interface OverviewView {
@@ -516,17 +527,27 @@ export class Engine {
       beforeOrder = order;
     }
     this.log.flushForRead();
-    const rows = this.store.overviewTasks(filter.toLowerCase(), beforeOrder, limit + 1, OVERVIEW_PROMPT_CHARS);
+    const rows = this.store.overviewTasks(
+      filter.toLowerCase(),
+      beforeOrder,
+      limit + 1,
+      OVERVIEW_PROMPT_CHARS + PROMPT_REDACT_MARGIN,
+    );
     const page = rows.slice(0, limit);
     return {
-      tasks: page.map((r) => ({ ...this.readerView(OPERATOR, r.task), promptStart: r.promptStart })),
+      tasks: page.map((r) => ({
+        ...this.readerView(OPERATOR, r.task),
+        promptStart: shownPrompt(r.promptStart, OVERVIEW_PROMPT_CHARS),
+      })),
       nextCursor: rows.length > limit ? page[page.length - 1]!.task.id : null,
     };
   }
 
   /** Each round's prompt for the operator, cut to `maxChars` code points, with its full length. */
   prompts(taskId: string, maxChars: number): { n: number; text: string; chars: number }[] {
-    return this.store.roundPrompts(this.owned(OPERATOR, taskId).id, maxChars);
+    return this.store
+      .roundPrompts(this.owned(OPERATOR, taskId).id, maxChars + PROMPT_REDACT_MARGIN)
+      .map((p) => ({ ...p, text: shownPrompt(p.text, maxChars) }));
   }
 
   health(): { queueDepth: number; running: number; states: Record<string, number> } {
