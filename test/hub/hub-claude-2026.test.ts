@@ -1,17 +1,20 @@
 // The real Claude Code (npm, mock Anthropic model) against the hub on SDK v2 (issue 14), through a recording
 // pass-through: on the wire it negotiates MCP 2026-07-28 with `server/discover` (no initialize, no session), the hub
 // answers with the Tasks extension declared, and a delegation to the scripted ACP agent completes. Whether Claude Code
-// asks for a task-augmented call is recorded: it declares the extension per request, or it does not (then the task
-// path is proven with the SDK v2 transport in hub-tasks.test.ts).
+// asks for a task-augmented call is recorded: `claude -p` (2.1.332) does not declare the extension, so it gets the plain
+// tools; the interactive UI declares it on every request (a second test reads that off the wire). The task path itself
+// is proven with the SDK v2 transport in hub-tasks.test.ts.
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { spawnGroup } from '../../src/lib/process-group.ts';
 import { AnthropicMock, isolatedClaudeEnv } from '../mock-models/anthropic.ts';
 import { bins } from '../support/bins.ts';
 import { CLIENT_TOKENS, run } from '../support/connect.ts';
 import { DELEGATE_ANSWER, Delegation, FINAL_PREFIX } from '../support/delegation.ts';
 import { startHub } from '../support/hub.ts';
+import { until } from '../support/poll.ts';
 import { scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { TASKS } from '../support/tasks-client.ts';
 import { tempDir } from '../support/tmp.ts';
@@ -96,4 +99,46 @@ test('Claude Code speaks 2026-07-28 to the hub: server/discover answered, statel
     assert.notEqual(answer.resultType, 'task');
     t.diagnostic(`Claude Code did not declare ${TASKS}; its agent_run request: ${JSON.stringify(run0.rpc)}`);
   }
+});
+
+test('interactive Claude Code declares the Tasks extension on every 2026-07-28 request', async (t) => {
+  const dir = tempDir(t, 'baton-claude-tty-');
+  const { work, entry } = scriptedAgentSetup(dir);
+  const callers = Object.fromEntries(Object.entries(CLIENT_TOKENS).map(([c, token]) => [c, { token }]));
+  const hub = await startHub(t, { dir, roots: [work], agents: { scripted: entry }, callers });
+  const wire = await wireRecorder(t, `${hub.url}/mcp/claude`);
+  const mock = await AnthropicMock.start({ kind: 'text', text: 'ok' });
+  t.after(() => mock.close());
+  const env: NodeJS.ProcessEnv = { ...isolatedClaudeEnv(mock.origin, join(dir, 'claude')), TERM: 'xterm' };
+  mkdirSync(env.HOME!, { recursive: true });
+  mkdirSync(env.CLAUDE_CONFIG_DIR!, { recursive: true });
+  // The first-run screens (onboarding, the folder trust question, the API key question) are answered in advance.
+  writeFileSync(
+    join(env.CLAUDE_CONFIG_DIR!, '.claude.json'),
+    JSON.stringify({
+      hasCompletedOnboarding: true,
+      customApiKeyResponses: { approved: ['dummy'], rejected: [] },
+      projects: { [work]: { hasTrustDialogAccepted: true } },
+    }),
+  );
+  const mcpConfig = JSON.stringify({
+    mcpServers: {
+      baton: { type: 'http', url: wire.url, headers: { Authorization: `Bearer ${CLIENT_TOKENS.claude}` } },
+    },
+  });
+  const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
+  const argv = [bins.claude(), '--strict-mcp-config', '--mcp-config', mcpConfig].map(quote).join(' ');
+  // The interactive UI needs a terminal: util-linux `script` gives it one.
+  const group = spawnGroup('script', ['-qfc', argv, '/dev/null'], { cwd: work, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  t.after(() => group.stop(1_000));
+  group.child.stdout!.resume();
+  const listed = await until(() => wire.exchanges.find((x) => (x.body as Rpc).method === 'tools/list'), {
+    what: 'interactive Claude Code to list the hub tools',
+    timeoutMs: 90_000,
+  });
+  const meta = (listed.body as Rpc).params?._meta ?? {};
+  const caps = meta['io.modelcontextprotocol/clientCapabilities'] as { extensions?: Record<string, unknown> };
+  assert.equal(meta['io.modelcontextprotocol/protocolVersion'], '2026-07-28');
+  assert.deepEqual(caps.extensions?.[TASKS], {}, JSON.stringify(meta));
+  t.diagnostic(`interactive Claude Code per-request capabilities: ${JSON.stringify(caps)}`);
 });
