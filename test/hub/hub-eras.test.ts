@@ -101,6 +101,14 @@ test('hub on SDK v2: both eras, SDK v1 and v2 clients, the whole tool contract, 
     ]);
   });
 
+  await t.test('subscriptions/listen is acknowledged; the hub has no list changes to subscribe to', async () => {
+    const listen = modernRequest('subscriptions/listen', { notifications: { toolsListChanged: true } });
+    const res = await post(hub, 'alice', listen.body, listen.headers);
+    assert.equal(res.status, 200);
+    assert.match(res.text, /notifications\/subscriptions\/acknowledged/);
+    assert.match(res.text, /"notifications":\{\}/);
+  });
+
   await t.test('401 in both eras for a missing or wrong token; another caller sees no task', async () => {
     const discover = modernRequest('server/discover');
     for (const authorization of ['', 'Bearer wrong-token', `Bearer ${TEST_CALLERS.bob}`]) {

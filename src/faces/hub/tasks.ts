@@ -28,7 +28,8 @@ export function hubTaskBackend(engine: Engine, caller: string): TaskBackend {
     const cursor = cursors.get(id) ?? { seq: 0 };
     try {
       view = engine.status(caller, id, cursor.seq, MAX_EVENT_PAGE);
-      while (view.hasMore) {
+      // Only a working task reports its newest event; a finished one answers without reading the rest.
+      while (view.hasMore && !isTerminal(view.state)) {
         cursor.message = latestMessage(view.events) ?? cursor.message;
         view = engine.status(caller, id, view.nextCursor, MAX_EVENT_PAGE);
       }
