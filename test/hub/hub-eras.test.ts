@@ -91,6 +91,7 @@ test('hub on SDK v2: both eras, SDK v1 and v2 clients, the whole tool contract, 
     const list = await post(hub, 'alice', modernRequest('tools/list').body, modernRequest('tools/list').headers);
     const names = ((list.json?.result ?? { tools: [] }) as { tools: Array<{ name: string }> }).tools.map((x) => x.name);
     assert.deepEqual(names.sort(), [
+      'agent_agents',
       'agent_cancel',
       'agent_continue',
       'agent_list',
