@@ -1,15 +1,6 @@
 // Tools on the low-level MCP server so that schema violations are real JSON-RPC -32602 errors (rule: strict-inputs),
 // not tool results: McpServer turns invalid params into `isError` results, which clients may mistake for a tool's
-// answer. Served on MCP SDK v2 (both protocol eras); a thin SDK v1 path stays until every face has moved (issue 14).
-import type { Server as V1Server } from '@modelcontextprotocol/sdk/server/index.js';
-import {
-  type CallToolRequest as V1CallToolRequest,
-  CallToolRequestSchema as V1CallToolRequestSchema,
-  type CallToolResult as V1CallToolResult,
-  ErrorCode as V1ErrorCode,
-  ListToolsRequestSchema as V1ListToolsRequestSchema,
-  McpError as V1McpError,
-} from '@modelcontextprotocol/sdk/types.js';
+// answer. Served on MCP SDK v2, which answers both protocol eras (2026-07-28 and 2025 clients).
 import {
   type CallToolResult,
   ProtocolError,
@@ -22,10 +13,10 @@ import { z } from 'zod';
 
 export type { CallToolResult };
 
-/** What a tool handler may return: an SDK v2 result, or an SDK v1 one from a face not yet moved (same wire shape). */
-export type ToolResult = CallToolResult | V1CallToolResult;
+/** What a tool handler may return. */
+export type ToolResult = CallToolResult;
 
-/** The result jsonResult and toolError build: text plus an object, assignable to either SDK's CallToolResult. */
+/** The result jsonResult and toolError build: text plus the same object as structuredContent. */
 export interface TextToolResult {
   [key: string]: unknown;
   content: Array<{ type: 'text'; text: string }>;
@@ -33,10 +24,7 @@ export interface TextToolResult {
   isError?: boolean;
 }
 
-/**
- * What a tool handler gets besides its arguments, the same under either SDK: v1's RequestHandlerExtra has exactly
- * these members, and on v2 they are read from the request context (kept whole in `ctx`).
- */
+/** What a tool handler gets besides its arguments, read from the SDK's request context (kept whole in `ctx`). */
 export interface ToolExtra {
   /** Aborted when the client cancels the call or the connection closes. */
   signal: AbortSignal;
@@ -46,7 +34,7 @@ export interface ToolExtra {
   _meta?: { progressToken?: string | number; [key: string]: unknown };
   /** Sends a notification related to this request (progress, logging). */
   sendNotification(notification: { method: string; params?: Record<string, unknown> }): Promise<void>;
-  /** The SDK v2 request context; absent on the SDK v1 path. */
+  /** The SDK's request context; absent only where a face calls a handler itself. */
   ctx?: ServerContext;
 }
 
@@ -193,15 +181,8 @@ export interface ServeToolsOptions {
   intercept?: ToolCallInterceptor;
 }
 
-/**
- * Installs tools/list and tools/call handlers for `tools` on a low-level server (capabilities must include tools).
- * An SDK v2 Server serves both protocol eras; an SDK v1 Server is still accepted until the providers and attach move.
- */
-export function serveTools(server: Server | V1Server, tools: readonly ToolDef[], opts: ServeToolsOptions = {}): void {
-  if (!(server instanceof Server)) {
-    serveToolsV1(server, tools);
-    return;
-  }
+/** Installs tools/list and tools/call handlers for `tools` on a low-level server (capabilities must include tools). */
+export function serveTools(server: Server, tools: readonly ToolDef[], opts: ServeToolsOptions = {}): void {
   const { listed, byName } = listingOf(tools);
   server.setRequestHandler('tools/list', () => ({ tools: listed }));
   // The schemas form hands the params over as received: the spec schema would drop an own `__proto__` key from the
@@ -217,41 +198,6 @@ export function serveTools(server: Server | V1Server, tools: readonly ToolDef[],
 
 /** Params exactly as the client sent them (validated by checkToolCall, not here). */
 const rawParams = z.custom<Record<string, unknown>>(() => true);
-
-// ------------------------------------------------------------ SDK v1 (until providers and attach move to v2)
-
-/**
- * tools/call with its params as received. The SDK's CallToolRequestSchema silently drops an own `__proto__` key from
- * the arguments, so handlers register this schema instead and look at the raw arguments first (checkedCallRequest).
- */
-export const RawCallToolRequestSchema = z.object({ method: z.literal('tools/call'), params: z.unknown() });
-
-/** The typed SDK v1 request from a raw one, or -32602 naming what no schema may accept (see argumentsIssue). */
-export function checkedCallRequest(raw: z.infer<typeof RawCallToolRequestSchema>): V1CallToolRequest {
-  const params = (typeof raw.params === 'object' && raw.params !== null ? raw.params : {}) as Record<string, unknown>;
-  const issue = argumentsIssue(params.arguments);
-  if (issue) {
-    throw new V1McpError(
-      V1ErrorCode.InvalidParams,
-      `invalid arguments for ${String(params.name).slice(0, 80)}: ${issue}`,
-    );
-  }
-  const parsed = V1CallToolRequestSchema.safeParse(raw);
-  if (!parsed.success)
-    throw new V1McpError(V1ErrorCode.InvalidParams, `invalid tools/call request: ${parsed.error.message}`);
-  return parsed.data;
-}
-
-function serveToolsV1(server: V1Server, tools: readonly ToolDef[]): void {
-  const byName = new Map(tools.map((t) => [t.name, t]));
-  const listed = listedTools(tools);
-  server.setRequestHandler(V1ListToolsRequestSchema, () => ({ tools: listed }));
-  server.setRequestHandler(RawCallToolRequestSchema, async (raw, extra) => {
-    const req = checkedCallRequest(raw);
-    const { tool, args } = checkToolCall(byName, req.params);
-    return (await tool.handler(args, extra as ToolExtra)) as never;
-  });
-}
 
 // ------------------------------------------------------------ results
 
