@@ -16,10 +16,9 @@ import {
   type Server,
   shellQuote,
 } from '../faces/hub/clients.ts';
-import { findOnPath, loadConfig } from '../faces/hub/config.ts';
 import { connectionsDir, tokenEnvName } from '../faces/hub/examples.ts';
-import { locateConfig } from '../faces/hub/locate.ts';
 import { PROVIDERS } from '../faces/provider/index.ts';
+import { hubConfigModule, loadHubConfig } from './hub-config.ts';
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
 
@@ -69,7 +68,7 @@ async function connect(client: ClientName, scope: Scope, opts: ConnectOptions, c
       command: [process.execPath, script, 'mcp', '--provider', opts.provider],
     };
   } else {
-    const cfg = loadConfig(locateConfig({ flag: configFlag }));
+    const cfg = await loadHubConfig(configFlag);
     if (!cfg.callers[client]) {
       throw new ConnectError(
         `the hub config ${cfg.path} has no caller "${client}"; add one under "callers" (with its own token) and run this again`,
@@ -87,6 +86,7 @@ async function connect(client: ClientName, scope: Scope, opts: ConnectOptions, c
     }
   }
 
+  const { findOnPath } = await hubConfigModule();
   const found = findOnPath(info.binary);
   const cwd = process.cwd();
   const plan = planConnect(client, scope, server, {

@@ -5,7 +5,7 @@ import { existsSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import { probeAgent } from '../agents/probe.ts';
-import { addRoots, type HubConfig, listRoots, loadConfig, type RootsChange, removeRoot } from '../faces/hub/config.ts';
+import type { HubConfig, RootsChange } from '../faces/hub/config.ts';
 import { writeExamples } from '../faces/hub/examples.ts';
 import { type ConfigLocation, locateConfig } from '../faces/hub/locate.ts';
 import { type PreflightRow, preflightLines, rowStatus } from '../faces/hub/preflight.ts';
@@ -14,6 +14,7 @@ import { watchIdleMemory } from '../lib/idle-memory.ts';
 import { isLogLevel } from '../lib/log.ts';
 import { ensurePrivateDir } from '../lib/private-fs.ts';
 import { redactError } from '../lib/redact.ts';
+import { hubConfigModule } from './hub-config.ts';
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
 const START_TIMEOUT_MS = 60_000;
@@ -25,9 +26,12 @@ export function registerHubCommands(program: Command): void {
   );
   const flag = () => program.opts<{ config?: string }>().config;
   const location = () => locateConfig({ flag: flag() });
+  // The config code is loaded by the commands that read it, not at start (rule: lazy-commands).
+  const config = async (): Promise<HubConfig> => (await hubConfigModule()).loadConfig(location());
   /** The user config is created on first use; a config named by --config or $BATON_CONFIG must already exist. */
-  const ensureConfig = (loc: ConfigLocation): void => {
+  const ensureConfig = async (loc: ConfigLocation): Promise<void> => {
     if (existsSync(loc.configPath) || loc.source === 'flag' || loc.source === 'BATON_CONFIG') return;
+    const { addRoots } = await hubConfigModule();
     addRoots({ location: loc, roots: [] });
     out(`created ${loc.configPath} (no project roots yet — run \`baton init\` in a project)`);
   };
@@ -40,7 +44,8 @@ export function registerHubCommands(program: Command): void {
     )
     .option('--root <dir...>', 'project root to authorise (repeatable; default: the current directory)')
     .option('--port <port>', 'listen port of a new config', (v) => Number.parseInt(v, 10))
-    .action((opts: { root?: string[]; port?: number }) => {
+    .action(async (opts: { root?: string[]; port?: number }) => {
+      const { addRoots, loadConfig } = await hubConfigModule();
       const r = addRoots({ location: location(), roots: opts.root ?? [process.cwd()], port: opts.port });
       reportRoots(r);
       if (r.created) {
@@ -57,7 +62,8 @@ export function registerHubCommands(program: Command): void {
   roots
     .command('list', { isDefault: true })
     .description('One authorised root per line.')
-    .action(() => {
+    .action(async () => {
+      const { listRoots } = await hubConfigModule();
       const list = listRoots(location());
       if (!list.length) out('no project roots yet — run `baton init` in a project');
       for (const r of list) out(r);
@@ -65,7 +71,8 @@ export function registerHubCommands(program: Command): void {
   roots
     .command('add <dir...>')
     .description('Authorise more project roots (a running hub picks them up).')
-    .action((dirs: string[]) => {
+    .action(async (dirs: string[]) => {
+      const { addRoots, listRoots } = await hubConfigModule();
       const loc = location();
       listRoots(loc); // the config must exist: `baton init` is the command that creates one
       reportRoots(addRoots({ location: loc, roots: dirs }));
@@ -73,7 +80,8 @@ export function registerHubCommands(program: Command): void {
   roots
     .command('remove <dir>')
     .description('Stop authorising a root (a running hub refuses new work there at once).')
-    .action((dir: string) => {
+    .action(async (dir: string) => {
+      const { removeRoot } = await hubConfigModule();
       const r = removeRoot(location(), dir);
       out(`removed root ${r.removed} from ${r.path}`);
       if (!r.roots.length) out('no roots left: agent_run is refused until you run `baton init` in a project');
@@ -86,7 +94,7 @@ export function registerHubCommands(program: Command): void {
       'Check each configured agent: binary, version, login, and a real session where that costs no inference.',
     )
     .action(async () => {
-      const cfg = loadConfig(location());
+      const cfg = await config();
       const { createAgent } = await import('../agents/registry.ts');
       const rows: PreflightRow[] = [];
       for (const [name, entry] of Object.entries(cfg.agents)) {
@@ -125,7 +133,8 @@ export function registerHubCommands(program: Command): void {
     .action(async (opts: { logLevel?: string; port?: number }) => {
       const loc = location();
       // The first run creates the user config with no roots: which projects agents may touch is the user's call.
-      ensureConfig(loc);
+      await ensureConfig(loc);
+      const { loadConfig } = await hubConfigModule();
       const cfg = loadConfig(loc);
       const { tokensFile } = writeExamples(cfg);
       // Loaded here, not at the top: the server pulls in the engine and the MCP SDK, which other commands never need.
@@ -162,7 +171,8 @@ export function registerHubCommands(program: Command): void {
     .option('--port <port>', 'override the configured port (other commands still use the configured one)', portArg)
     .action(async (opts: { logLevel?: string; port?: number }) => {
       const loc = location();
-      ensureConfig(loc);
+      await ensureConfig(loc);
+      const { loadConfig } = await hubConfigModule();
       const loaded = loadConfig(loc);
       // Health is asked on the port the hub will listen on.
       const cfg = opts.port === undefined ? loaded : { ...loaded, listen: { ...loaded.listen, port: opts.port } };
@@ -208,7 +218,7 @@ export function registerHubCommands(program: Command): void {
     )
     .option('--force', 'stop anyway: queued and running tasks end as interrupted (and are listed)')
     .action(async (opts: { force?: boolean }) => {
-      const cfg = loadConfig(location());
+      const cfg = await config();
       // rule: stop-refuses-work — the hub decides (it knows what runs at that moment) and names the tasks.
       const res = await control(cfg, 'POST', `/control/stop${opts.force ? '?force=1' : ''}`).catch(() => null);
       if (!res) {
@@ -244,7 +254,7 @@ export function registerHubCommands(program: Command): void {
     .command('health')
     .description('Version, uptime, agents and queue depth of the running hub.')
     .action(async () => {
-      const cfg = loadConfig(location());
+      const cfg = await config();
       const h = await healthOf(cfg).catch((err) => {
         throw new Error(
           `the hub is not answering on http://${cfg.listen.host}:${cfg.listen.port}: ${redactError(err)}`,
@@ -256,8 +266,8 @@ export function registerHubCommands(program: Command): void {
   program
     .command('examples')
     .description("Write client snippets and a private tokens.env in the config's connections/ dir (prints no token).")
-    .action(() => {
-      const cfg = loadConfig(location());
+    .action(async () => {
+      const cfg = await config();
       const { dir, files } = writeExamples(cfg);
       out(`wrote ${files.length} files under ${dir}:`);
       for (const f of files) out(`  ${f}`);
@@ -286,7 +296,7 @@ export function registerHubCommands(program: Command): void {
       .command(action)
       .option('--dry-run', 'print what would be done')
       .action(async (opts: { dryRun?: boolean }) => {
-        const cfg = loadConfig(location());
+        const cfg = await config();
         const plan = serviceFiles(cfg, process.argv[1]!);
         const steps = action === 'install' ? plan.install : plan.uninstall;
         if (opts.dryRun) {

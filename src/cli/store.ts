@@ -1,14 +1,14 @@
 // `baton store check|backup|restore` (issue 12): inspect the store the way the hub's start does, copy it, or put a copy
 // back. The state dir comes from the same config resolution every command uses.
 import type { Command } from 'commander';
-import { backupStore, checkStore, listBackups, restoreStore } from '../core/store-backup.ts';
-import { loadConfig } from '../faces/hub/config.ts';
-import { locateConfig } from '../faces/hub/locate.ts';
+import { loadHubConfig } from './hub-config.ts';
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
 
 export function registerStoreCommand(program: Command): void {
-  const config = () => loadConfig(locateConfig({ flag: program.opts<{ config?: string }>().config }));
+  const config = () => loadHubConfig(program.opts<{ config?: string }>().config);
+  // The store code (node:sqlite, the engine's store) is loaded only by these commands (rule: lazy-commands).
+  const storeCode = () => import('../core/store-backup.ts');
   const store = program
     .command('store')
     .description("Check, back up or restore the hub's task store (baton.db in the state dir).");
@@ -16,8 +16,10 @@ export function registerStoreCommand(program: Command): void {
   store
     .command('check')
     .description('Run PRAGMA quick_check and compare the store with its marker; exits 1 when damaged.')
-    .action(() => {
-      const report = checkStore(config().stateDirPath);
+    .action(async () => {
+      const cfg = await config();
+      const { checkStore } = await storeCode();
+      const report = checkStore(cfg.stateDirPath);
       for (const l of report.lines) out(l);
       if (!report.ok) process.exitCode = 1;
     });
@@ -25,8 +27,9 @@ export function registerStoreCommand(program: Command): void {
   store
     .command('backup')
     .description('Write a consistent copy (VACUUM INTO) to <stateDir>/backups; works while the hub runs.')
-    .action(() => {
-      const cfg = config();
+    .action(async () => {
+      const cfg = await config();
+      const { backupStore } = await storeCode();
       const b = backupStore(cfg.stateDirPath, cfg.backups.keep);
       out(`backup written: ${b.path} (${b.size} bytes); keeping the newest ${cfg.backups.keep}`);
     });
@@ -35,8 +38,9 @@ export function registerStoreCommand(program: Command): void {
     .command('restore')
     .argument('<backup>', 'a backup name from `baton store check` (or a path)')
     .description('Replace the store with a backup (the hub must be stopped); the replaced files are kept beside it.')
-    .action((name: string) => {
-      const cfg = config();
+    .action(async (name: string) => {
+      const cfg = await config();
+      const { listBackups, restoreStore } = await storeCode();
       const r = restoreStore(cfg.stateDirPath, name);
       out(`restored ${r.from}: ${r.tasks} task(s)`);
       if (r.keptAs) out(`the replaced store is kept as ${r.keptAs}`);

@@ -4,12 +4,12 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { ResultView, StatusView, TaskView, WaitView } from '../core/engine.ts';
 import type { TaskEvent } from '../core/task.ts';
-import { type HubConfig, loadConfig } from '../faces/hub/config.ts';
-import { locateConfig } from '../faces/hub/locate.ts';
+import type { HubConfig } from '../faces/hub/config.ts';
 import { eventText, gitChanges, gitLine, gitStatusWord } from '../faces/hub/ui/format.ts';
 import { redactError } from '../lib/redact.ts';
 import { stripTerminalControls } from '../lib/text.ts';
 import { control } from './hub.ts';
+import { loadHubConfig } from './hub-config.ts';
 import { localTime } from './time.ts';
 
 const out = (s: string): void => void process.stdout.write(`${s}\n`);
@@ -54,7 +54,7 @@ function offsetArg(value: string): number {
 }
 
 export function registerTasksCommand(program: Command): void {
-  const config = () => loadConfig(locateConfig({ flag: program.opts<{ config?: string }>().config }));
+  const config = () => loadHubConfig(program.opts<{ config?: string }>().config);
   const tasks = program
     .command('tasks')
     .description("The running hub's tasks across all callers: list, show ID, tail ID, result ID, cancel ID.")
@@ -67,7 +67,7 @@ export function registerTasksCommand(program: Command): void {
     .addOption(new Option('--all', 'show every task').conflicts('limit'))
     .option('--json', 'print {"tasks": [...], "more": bool} instead of a table')
     .action(async (opts: { limit?: number; all?: boolean; json?: boolean }) => {
-      const cfg = config();
+      const cfg = await config();
       const want = opts.all ? Number.POSITIVE_INFINITY : (opts.limit ?? DEFAULT_LIST_LIMIT);
       const rows: OperatorTask[] = [];
       let cursor: string | null = null;
@@ -102,7 +102,7 @@ export function registerTasksCommand(program: Command): void {
     .description('A task with its rounds, git snapshots and events.')
     .option('--json', 'print the task with its rounds and every event as one JSON document')
     .action(async (id: string, opts: { json?: boolean }) => {
-      const cfg = config();
+      const cfg = await config();
       const status = await request<StatusView & OperatorTask>(cfg, 'GET', `/control/tasks/${taskPath(id)}?limit=500`);
       const events = [...status.events];
       for (let page = status; page.hasMore; ) {
@@ -149,7 +149,7 @@ export function registerTasksCommand(program: Command): void {
     )
     .addHelpText('after', `\n${EXIT_TABLE}.`)
     .action(async (id: string, opts: { json?: boolean }) => {
-      const cfg = config();
+      const cfg = await config();
       let after = 0;
       for (;;) {
         const w = await request<WaitView & OperatorTask>(
@@ -183,7 +183,7 @@ export function registerTasksCommand(program: Command): void {
     .option('--json', 'print {taskId, state, round, available, text, offset, total, …} as one JSON document')
     .addHelpText('after', `\n${EXIT_TABLE}, 6 not finished yet (no answer).`)
     .action(async (id: string, opts: { offset?: number; json?: boolean }) => {
-      const cfg = config();
+      const cfg = await config();
       const first = await request<ResultView>(
         cfg,
         'GET',
@@ -219,7 +219,7 @@ export function registerTasksCommand(program: Command): void {
     .description("Cancel the task's current round (any caller's); recorded as cancelled by the operator.")
     .option('--json', 'print the task as JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
-      const cfg = config();
+      const cfg = await config();
       const t = await request<OperatorTask>(cfg, 'POST', `/control/tasks/${taskPath(id)}/cancel`);
       if (opts.json) return json(t);
       out(

@@ -3,11 +3,10 @@
 // minutes. With a browser opener and a display the link is opened and not printed; otherwise it is printed.
 import { spawn } from 'node:child_process';
 import type { Command } from 'commander';
-import { loadConfig } from '../faces/hub/config.ts';
-import { locateConfig } from '../faces/hub/locate.ts';
 import { findAgentBinary } from '../lib/agent-path.ts';
 import { redactError } from '../lib/redact.ts';
 import { control } from './hub.ts';
+import { loadHubConfig } from './hub-config.ts';
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
 
@@ -17,7 +16,7 @@ export function registerUiCommand(program: Command): void {
     .description('Open the dashboard in a browser, logged in by a one-time link (or print the link).')
     .option('--print', 'print the one-time login link instead of opening a browser')
     .action(async (opts: { print?: boolean }) => {
-      const cfg = loadConfig(locateConfig({ flag: program.opts<{ config?: string }>().config }));
+      const cfg = await loadHubConfig(program.opts<{ config?: string }>().config);
       const host = cfg.listen.host === '0.0.0.0' ? '127.0.0.1' : cfg.listen.host;
       const base = `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${cfg.listen.port}`;
       const res = await control(cfg, 'POST', '/ui/link').catch((err) => {

@@ -2,7 +2,7 @@
 // Both bound what they read (one message) and what they queue for writing.
 import { connect as netConnect } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import { FrameTooLargeError, readJsonLines } from '../lib/jsonl.ts';
 import { type MessageChannel, OutgoingBufferFullError } from './json-rpc-peer.ts';
 
@@ -83,10 +83,12 @@ export type WebSocketEndpoint = { type: 'url'; url: string; token?: string } | {
  * incoming messages over `maxMessageBytes` break the connection. A Unix endpoint runs the same handshake over the
  * socket at that exact path (no URL encoding of the path is involved).
  */
-export function openWebSocket(
+export async function openWebSocket(
   endpoint: WebSocketEndpoint,
   opts: { maxMessageBytes: number; handshakeTimeoutMs: number },
 ): Promise<WebSocket> {
+  // Loaded on first use: the stdio paths (every provider, the hub's own Codex children) never need it.
+  const { default: WebSocket } = await import('ws');
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = {};
     if (endpoint.type === 'url' && endpoint.token !== undefined) headers.authorization = `Bearer ${endpoint.token}`;
@@ -164,10 +166,10 @@ export function webSocketChannel(ws: WebSocket, limits: ChannelLimits): MessageC
       ws.on('close', (code: number) => {
         finish(pendingError ?? new Error(`the WebSocket closed (code ${code})`));
       });
-      if (ws.readyState !== WebSocket.OPEN) finish(new Error('the WebSocket is not open'));
+      if (ws.readyState !== ws.OPEN) finish(new Error('the WebSocket is not open'));
     },
     send(text) {
-      if (done || ws.readyState !== WebSocket.OPEN) throw new Error('the WebSocket is closed');
+      if (done || ws.readyState !== ws.OPEN) throw new Error('the WebSocket is closed');
       checkOutgoing(ws.bufferedAmount, text, limits.maxOutgoingBytes);
       ws.send(text);
     },

@@ -50,11 +50,15 @@ function setup(t: Parameters<typeof tempDir>[0], callers: readonly string[] = Ob
   return { dir, project, home, env, configPath, connect };
 }
 
-/** Every file under `dir`, relative, sorted: to prove a refused command wrote nothing. */
+/**
+ * Every file under `dir`, relative, sorted: to prove a refused command wrote nothing. Node's compile cache, which every
+ * baton start keeps under $XDG_CACHE_HOME (compiled code only; docs/hub.md), is not something a command wrote.
+ */
 function filesUnder(dir: string): string[] {
   return readdirSync(dir, { recursive: true, withFileTypes: true })
     .filter((e) => e.isFile())
     .map((e) => join(e.parentPath, e.name).slice(dir.length + 1))
+    .filter((p) => !p.startsWith('.cache/baton/node-compile-cache/'))
     .sort();
 }
 

@@ -2,13 +2,14 @@
 // contract plus background jobs. One `codex --version` probe picks the path: Codex ≥ 0.154 (or an unparsable version)
 // is served over `codex app-server`; older Codex through a byte-for-byte passthrough to its own `codex mcp-server`.
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { readFileSync, realpathSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { type CodexModelProvider, codexModelProviderSchema } from '../../../agents/codex/config.ts';
 import { codexChildEnv } from '../../../agents/codex/env.ts';
-import { type CodexVersion, readCodexVersionOutput } from '../../../codex/version.ts';
+import { type CodexVersion, parseCodexVersion, readCodexVersionOutput } from '../../../codex/version.ts';
+import { findAgentBinary } from '../../../lib/agent-path.ts';
 import { captureCommand } from '../../../lib/capture.ts';
 import { createLogger, isLogLevel, type Logger, type LogLevel } from '../../../lib/log.ts';
 import { redact } from '../../../lib/redact.ts';
@@ -179,6 +180,28 @@ export function codexArgv(command: string): string[] {
 }
 
 /**
+ * The version of an npm-installed Codex read from its package.json, when `command` is (a link to) the npm launcher
+ * `<@openai/codex>/bin/codex.js`: that package pins its native binary to its own version, so this is what
+ * `codex --version` would print, without starting a Node launcher and Codex during the provider's start (issue 13).
+ * Null for anything else (a native binary, a wrapper script, a fake), which is then asked with --version.
+ */
+export function npmCodexVersion(command: string[]): CodexVersion | null {
+  try {
+    const script = command.length === 1 ? findAgentBinary(command[0]!) : command[1];
+    if (!script || command.length > 2 || (command.length === 2 && command[0] !== process.execPath)) return null;
+    const real = realpathSync(script);
+    if (!real.endsWith('/bin/codex.js')) return null;
+    const pkg = JSON.parse(readFileSync(join(dirname(dirname(real)), 'package.json'), 'utf8')) as {
+      name?: unknown;
+      version?: unknown;
+    };
+    return pkg.name === '@openai/codex' && typeof pkg.version === 'string' ? parseCodexVersion(pkg.version) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * `codex --version` once; null when it cannot be read (treated as modern). Its environment is the Codex child
  * allowlist like every other Codex child (no BATON_* variable); CODEX_HOME stays the user's, as an inherited
  * environment had it, since no isolated home exists before the version picks the path.
@@ -206,10 +229,13 @@ export async function run(argv: string[]): Promise<void> {
   const launchDir = process.cwd();
   const command = codexArgv(flags.codexCommand);
   const userCodexHome = flags.userCodexHome ?? process.env.CODEX_HOME ?? join(homedir(), '.codex');
-  const probe = probeCodexVersion(command, logger, {
-    userCodexHome,
-    ...(flags.codexModelProvider ? { modelProvider: flags.codexModelProvider } : {}),
-  });
+  const installed = npmCodexVersion(command);
+  const probe = installed
+    ? Promise.resolve(installed)
+    : probeCodexVersion(command, logger, {
+        userCodexHome,
+        ...(flags.codexModelProvider ? { modelProvider: flags.codexModelProvider } : {}),
+      });
   // Both paths' modules (and the MCP SDK under them) load while `codex --version` runs in its own process: start-up
   // pays for the slower of the two, not their sum (issue 13).
   const modules = Promise.all([import('../stdio-server.ts'), import('./app-server.ts'), import('./legacy.ts')]);

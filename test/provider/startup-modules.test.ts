@@ -1,0 +1,71 @@
+// A provider's start loads only its own code (rule: lazy-commands): `baton mcp --provider X` through the official MCP
+// SDK client, with every module the process loads logged (test/support/module-log.mjs) up to the answered tools/list.
+// None of the hub's config or server, the store, the agent registry, the ACP SDK, ws or another provider may be among
+// them; the provider's own module must be (so the log is known to work).
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { bins, NODE_CACHE_ENV, REPO_ROOT } from '../support/bins.ts';
+import { spawnStdioClient } from '../support/stdio-client.ts';
+import { tempDir } from '../support/tmp.ts';
+
+const MODULE_LOG_HOOK = fileURLToPath(new URL('../support/module-log.mjs', import.meta.url));
+
+/** Code a provider's start must not load, as URL fragments. */
+const NEVER = [
+  '/dist/faces/hub/config.js',
+  '/dist/faces/hub/server.js',
+  '/dist/faces/attach/',
+  '/dist/core/store.js',
+  '/dist/core/store-backup.js',
+  '/dist/core/engine.js',
+  '/dist/agents/registry.js',
+  '/dist/agents/acp/',
+  '/dist/agents/opencode/',
+  '/node_modules/@agentclientprotocol/',
+  '/node_modules/ws/',
+  'node:sqlite',
+];
+const PROVIDERS = ['claude', 'codex', 'gemini'] as const;
+
+for (const provider of PROVIDERS) {
+  test(`baton mcp --provider ${provider}: start + tools/list loads its own code and no hub, store, ACP SDK, ws or other provider`, async (t) => {
+    const dir = tempDir(t, `baton-startup-modules-${provider}-`);
+    const home = join(dir, 'home');
+    mkdirSync(home, { mode: 0o700 });
+    const log = join(dir, 'modules.log');
+    const extra =
+      provider === 'codex' ? ['--codex-command', bins.codex(), '--user-codex-home', join(dir, 'user-codex')] : [];
+    if (provider === 'codex') mkdirSync(join(dir, 'user-codex'), { mode: 0o700 });
+    const { client, close } = await spawnStdioClient({
+      command: process.execPath,
+      args: ['--import', MODULE_LOG_HOOK, join(REPO_ROOT, 'bin/baton.js'), 'mcp', '--provider', provider, ...extra],
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: home,
+        BATON_HOME: join(dir, 'baton-home'),
+        BATON_MODULE_LOG: log,
+        ...NODE_CACHE_ENV,
+      },
+      cwd: dir,
+    });
+    try {
+      const { tools } = await client.listTools();
+      assert.ok(tools.length > 0, 'the provider lists its tools');
+      const loaded = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+      assert.ok(
+        loaded.some((u) => u.includes(`/dist/faces/provider/${provider}/`)),
+        `the module log names the ${provider} provider's own code (${loaded.length} modules logged)`,
+      );
+      const others = PROVIDERS.filter((p) => p !== provider).map((p) => `/dist/faces/provider/${p}/`);
+      const unwanted = loaded.filter((u) =>
+        [...NEVER, ...others, '/dist/faces/provider/browser/'].some((n) => u.includes(n)),
+      );
+      assert.deepEqual(unwanted, [], `modules a ${provider} provider's start must not load`);
+    } finally {
+      await close();
+    }
+  });
+}
