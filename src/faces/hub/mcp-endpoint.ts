@@ -178,7 +178,12 @@ export class McpEndpoint {
   ): Promise<void> {
     const server = this.opts.factory(caller, 'legacy');
     // Stateless on the wire: the session was checked above, and this instance lives for this one exchange.
-    const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    // The hub's tools send no notifications while they run, so a plain JSON answer says all an SSE stream would, at a
+    // fraction of the cost per call.
+    const transport = new NodeStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
     await server.connect(transport);
     const ids = requestIds(body).map((id) => `${key}\0${id}`);
     for (const id of ids) this.inflight.set(id, server);
