@@ -8,7 +8,6 @@ import {
   type NodeMcpRequestHandler,
   NodeStreamableHTTPServerTransport,
   toNodeHandler,
-  toWebRequest,
 } from '@modelcontextprotocol/node';
 import {
   createMcpHandler,
@@ -60,9 +59,7 @@ export class McpEndpoint {
   }
 
   async handle(req: IncomingMessage, res: ServerResponse, caller: string, body: unknown): Promise<void> {
-    const web = await toWebRequest(req, body, { maxRequestBodySize: this.opts.maxBodyBytes });
-    if (await isLegacyRequest(web, body, { maxRequestBodySize: this.opts.maxBodyBytes }))
-      return this.legacy(req, res, caller, body);
+    if (await isLegacyRequest(eraProbe(req), body)) return this.legacy(req, res, caller, body);
     return this.modernFor(caller).node(req, res, body);
   }
 
@@ -198,6 +195,17 @@ export class McpEndpoint {
     });
     await transport.handleRequest(req, res, body);
   }
+}
+
+/**
+ * The request as the SDK's era check reads it: method and headers. The check is given the body already parsed, so it
+ * reads none; toWebRequest would serialise the whole body again (up to maxBodyBytes) on every request.
+ */
+function eraProbe(req: IncomingMessage): Request {
+  const headers = new Headers();
+  for (const [name, values] of Object.entries(req.headersDistinct))
+    for (const v of values ?? []) headers.append(name, v);
+  return new Request(`http://localhost${req.url ?? '/'}`, { method: req.method ?? 'GET', headers });
 }
 
 function hashId(id: string): string {
