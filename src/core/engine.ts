@@ -16,7 +16,7 @@ import { redact, redactDeep, redactError } from '../lib/redact.ts';
 import { addWorktree, findWorkTree, type GitSnapshot, gitToplevel, snapshot } from './git.ts';
 import { type LockScope, WorkspaceLocks } from './locks.ts';
 import { pageText, RESULT_PAGE_CODE_POINTS } from './paging.ts';
-import { leaderStartTime, recoverAfterCrash } from './recovery.ts';
+import { leaderStartTime, probeGroupRecorder, recoverAfterCrash } from './recovery.ts';
 import { type EndEvent, runRound } from './round.ts';
 import { isDiskFull, type Store } from './store.ts';
 import { assertTransition, type Isolation, isTerminal, type TaskRow } from './task.ts';
@@ -48,8 +48,6 @@ export const MAX_WAIT_TASKS = 16;
 const FAN_IN_EVENT_PAGE = 25;
 /** What agent_agents reports of an agent is probed at most this often (probes spawn the agent's binary). */
 const AGENT_PROBE_TTL_MS = 60_000;
-/** The task id under which probe process groups are recorded in the workers table (as the hub's preflight does). */
-const PROBE_WORKER = 'probe';
 /** How often the end of a round that could not be written (a full disk) is retried. */
 const FINISH_RETRY_MS = 1_000;
 /** How much of each task's first prompt the dashboard's list shows and filters on. */
@@ -425,19 +423,7 @@ export class Engine {
     const probe = probeAgent(agent, {
       catalog: true,
       ...(this.opts.probeTimeoutMs ? { timeoutMs: this.opts.probeTimeoutMs } : {}),
-      // Recorded like workers: a hub killed mid-probe leaves them to the next start's recovery.
-      onGroup: (pgid) => {
-        try {
-          this.store.addWorker({ pgid, taskId: PROBE_WORKER, leaderStart: leaderStartTime(pgid) }, now());
-        } catch (err) {
-          this.opts.logger.warn('could not record a probe process group', { pgid, error: redactError(err) });
-        }
-      },
-      onGroupGone: (pgid) => {
-        try {
-          this.store.removeWorker(pgid);
-        } catch {}
-      },
+      ...probeGroupRecorder(this.store, this.opts.logger),
       // What an agent prints about itself is agent text: redacted once, here.
     }).then((p) => redactDeep(p) as AgentProbe);
     this.probes.set(agent.name, { at: Date.now(), probe });

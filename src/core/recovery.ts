@@ -2,11 +2,15 @@
 // process groups still alive are stopped (unless their pid was reused), and every round that was queued or running is
 // recorded as interrupted, never replayed: a caller continues the task to resume its session.
 import { readFileSync } from 'node:fs';
+import type { ProbeOptions } from '../agents/probe.ts';
 import type { Logger } from '../lib/log.ts';
 import { isGroupAlive, stopGroup } from '../lib/process-group.ts';
+import { redactError } from '../lib/redact.ts';
 import type { Store } from './store.ts';
 
 const now = () => new Date().toISOString();
+/** The task id under which agent probes' process groups are recorded in the workers table. */
+const PROBE_WORKER = 'probe';
 
 export async function recoverAfterCrash(
   store: Store,
@@ -44,4 +48,25 @@ export function leaderStartTime(pid: number): string | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * probeAgent hooks that record each probe process group like a worker's, so a hub killed mid-probe leaves them to the
+ * next start's recovery. A failed write only costs that: the probe still runs and stops its own groups.
+ */
+export function probeGroupRecorder(store: Store, logger: Logger): Pick<ProbeOptions, 'onGroup' | 'onGroupGone'> {
+  return {
+    onGroup: (pgid) => {
+      try {
+        store.addWorker({ pgid, taskId: PROBE_WORKER, leaderStart: leaderStartTime(pgid) }, now());
+      } catch (err) {
+        logger.warn('could not record a probe process group', { pgid, error: redactError(err) });
+      }
+    },
+    onGroupGone: (pgid) => {
+      try {
+        store.removeWorker(pgid);
+      } catch {}
+    },
+  };
 }

@@ -20,7 +20,7 @@ import {
   OPERATOR,
 } from '../../core/engine.ts';
 import { DaemonLease } from '../../core/lease.ts';
-import { leaderStartTime } from '../../core/recovery.ts';
+import { probeGroupRecorder } from '../../core/recovery.ts';
 import { isDiskFull, Store, StoreFullError } from '../../core/store.ts';
 import { backupInto, listBackups } from '../../core/store-backup.ts';
 import { createLogger, type Logger, type LogLevel } from '../../lib/log.ts';
@@ -38,8 +38,6 @@ import { Dashboard } from './ui/dashboard.ts';
 
 /** Largest JSON-RPC request body the hub reads (rule: bounded-frames). */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
-/** The task id under which probe process groups are recorded in the workers table. */
-const PROBE_WORKER = 'probe';
 /** `baton tasks list` page size unless `limit` says otherwise. */
 const DEFAULT_CONTROL_LIST = 50;
 
@@ -270,26 +268,11 @@ export class Hub {
 
   /** Doctor preflight (rule: free-probes): version and login of every configured agent, without spending inference. */
   async preflight(): Promise<AgentHealth[]> {
-    // Probe groups are recorded like workers: a hub killed mid-preflight leaves them to the next start's recovery.
     this.probes = await Promise.all(
       [...this.agents.values()].map((agent) =>
         probeAgent(agent, {
           timeoutMs: this.config.limits.probeTimeoutMs,
-          onGroup: (pgid) => {
-            try {
-              this.store.addWorker(
-                { pgid, taskId: PROBE_WORKER, leaderStart: leaderStartTime(pgid) },
-                new Date().toISOString(),
-              );
-            } catch (err) {
-              this.logger.warn('could not record a probe process group', { pgid, error: redactError(err) });
-            }
-          },
-          onGroupGone: (pgid) => {
-            try {
-              this.store.removeWorker(pgid);
-            } catch {}
-          },
+          ...probeGroupRecorder(this.store, this.logger),
         }),
       ),
     );
