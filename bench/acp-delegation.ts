@@ -2,17 +2,16 @@
 // repository and on a plain dir. No model is involved, so the ratio is the hub's own overhead (HTTP, SQLite commits,
 // scheduling, git snapshots).
 import { join } from 'node:path';
-import { connectCaller, startHub } from '../test/support/hub.ts';
 import {
   delegate,
   directAcp,
   expectText,
-  hubEnv,
   makeGitRepo,
   makePlainDir,
   SCRIPTED_AGENT_COMMAND,
   SHORT_ANSWER,
   SHORT_PROMPT,
+  scriptedHub,
 } from './common.ts';
 import {
   atMost,
@@ -29,16 +28,7 @@ import {
 export async function acpDelegation(opts: BenchOptions, dir: string, cleanup: Cleanup): Promise<Section> {
   const git = makeGitRepo(join(dir, 'git'));
   const plain = makePlainDir(join(dir, 'plain'));
-  const hub = await startHub(
-    cleanup,
-    {
-      dir,
-      roots: [git, plain],
-      agents: { bench: { kind: 'acp', command: SCRIPTED_AGENT_COMMAND } },
-    },
-    hubEnv(),
-  );
-  const client = await connectCaller(cleanup, hub, 'alice');
+  const { hub, client } = await scriptedHub(cleanup, dir, [git, plain]);
   const hubSide = (cwd: string) => () =>
     timed(async () => expectText((await delegate(client, SHORT_PROMPT, cwd)).text, SHORT_ANSWER));
   const directSide = (cwd: string) => () =>

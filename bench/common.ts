@@ -7,8 +7,9 @@ import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { call, followToEnd } from '../test/support/hub.ts';
+import { call, connectCaller, followToEnd, type RunningHub, startHub } from '../test/support/hub.ts';
 import { SCRIPTED_ACP_AGENT } from '../test/support/scripted-agent.ts';
+import type { Cleanup } from './harness.ts';
 
 /** The scripted test agent's prompt for a short answer, and that answer. */
 export const SHORT_PROMPT = JSON.stringify({ steps: [{ chunks: ['bench ', 'answer'] }] });
@@ -92,6 +93,20 @@ export async function directAcp(command: string[], cwd: string, prompt: string):
  */
 export function hubEnv(): NodeJS.ProcessEnv {
   return process.env.BENCH_HUB_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_HUB_NODE_OPTIONS } : {};
+}
+
+/** A hub (under hubEnv) serving `roots` with the scripted ACP agent as its one agent, and caller alice connected to it. */
+export async function scriptedHub(
+  cleanup: Cleanup,
+  dir: string,
+  roots: string[],
+): Promise<{ hub: RunningHub; client: Client }> {
+  const hub = await startHub(
+    cleanup,
+    { dir, roots, agents: { bench: { kind: 'acp', command: SCRIPTED_AGENT_COMMAND } } },
+    hubEnv(),
+  );
+  return { hub, client: await connectCaller(cleanup, hub, 'alice') };
 }
 
 let keys = 0;

@@ -4,16 +4,7 @@
 
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { connectCaller, startHub } from '../test/support/hub.ts';
-import {
-  delegate,
-  expectText,
-  hubEnv,
-  makeGitRepo,
-  SCRIPTED_AGENT_COMMAND,
-  SHORT_ANSWER,
-  SHORT_PROMPT,
-} from './common.ts';
+import { delegate, expectText, makeGitRepo, SHORT_ANSWER, SHORT_PROMPT, scriptedHub } from './common.ts';
 import { atMost, type BenchOptions, type Cleanup, rssMiB, type Section, series, stats } from './harness.ts';
 
 const TASKS = 200;
@@ -34,17 +25,8 @@ async function settledRss(pid: number): Promise<{ median: number; samples: numbe
 
 export async function memory(_opts: BenchOptions, dir: string, cleanup: Cleanup): Promise<Section> {
   const git = makeGitRepo(join(dir, 'git'));
-  const hub = await startHub(
-    cleanup,
-    {
-      dir,
-      roots: [git],
-      agents: { bench: { kind: 'acp', command: SCRIPTED_AGENT_COMMAND } },
-    },
-    hubEnv(),
-  );
+  const { hub, client } = await scriptedHub(cleanup, dir, [git]);
   const pid = hub.group.child.pid!;
-  const client = await connectCaller(cleanup, hub, 'alice');
   await client.listTools();
   const idle = await settledRss(pid);
   let started = 0;

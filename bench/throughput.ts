@@ -2,16 +2,15 @@
 // same 16 at once, and the CPU each spends per task — the hub daemon's own CPU time (its process only, not the agents
 // it starts) vs this process's CPU time while it drives the 16 agents directly.
 import { join } from 'node:path';
-import { connectCaller, startHub } from '../test/support/hub.ts';
 import {
   delegate,
   directAcp,
   expectText,
-  hubEnv,
   makeGitRepo,
   SCRIPTED_AGENT_COMMAND,
   SHORT_ANSWER,
   SHORT_PROMPT,
+  scriptedHub,
 } from './common.ts';
 import {
   atLeast,
@@ -30,17 +29,8 @@ const IN_FLIGHT = 16;
 
 export async function throughput(opts: BenchOptions, dir: string, cleanup: Cleanup): Promise<Section> {
   const git = makeGitRepo(join(dir, 'git'));
-  const hub = await startHub(
-    cleanup,
-    {
-      dir,
-      roots: [git],
-      agents: { bench: { kind: 'acp', command: SCRIPTED_AGENT_COMMAND } },
-    },
-    hubEnv(),
-  );
+  const { hub, client } = await scriptedHub(cleanup, dir, [git]);
   const hubPid = hub.group.child.pid!;
-  const client = await connectCaller(cleanup, hub, 'alice');
   const hubCpu: number[] = [];
   const directCpu: number[] = [];
   const batch = async (one: () => Promise<void>, cpuOf: () => number, cpuSamples: number[]) => {
