@@ -9,6 +9,7 @@ import type { AgentSession, Sandbox } from '../../../agents/agent.ts';
 import type { DeadlineExceededError } from '../../../core/deadlines.ts';
 import { JobError, JobTable, MAX_STATUS_WAIT_MS } from '../../../core/jobs.ts';
 import { runRound } from '../../../core/round.ts';
+import type { Logger } from '../../../lib/log.ts';
 import { redact } from '../../../lib/redact.ts';
 import type { TaskBackend } from '../../mcp-tasks.ts';
 import { jobTaskBackend } from '../job-tasks.ts';
@@ -60,13 +61,9 @@ export interface CallArgs {
   threadId?: string;
 }
 
-export function appServerTools(opts: AppServerOptions): CodexTools {
-  const inflight = new InFlightTurns();
-  const logger = opts.runtime.logger;
-  let authInvalidated = false;
-  const windDowns = new Set<Promise<unknown>>();
-  const jobThreads = new Map<string, string>();
-  const jobs = new JobTable({
+/** The job table of a Codex provider (app-server and legacy bridge alike), under the operator's call limits. */
+export function codexJobTable(opts: { limits: CallLimits; statusIntervalMs: number }, logger: Logger): JobTable {
+  return new JobTable({
     logger,
     statusIntervalMs: opts.statusIntervalMs,
     hardDeadlineMs: opts.limits.hardMs,
@@ -75,6 +72,15 @@ export function appServerTools(opts: AppServerOptions): CodexTools {
     // close; cover all of it.
     cancelWaitMs: 2 * opts.limits.cancelGraceMs + 10_000,
   });
+}
+
+export function appServerTools(opts: AppServerOptions): CodexTools {
+  const inflight = new InFlightTurns();
+  const logger = opts.runtime.logger;
+  let authInvalidated = false;
+  const windDowns = new Set<Promise<unknown>>();
+  const jobThreads = new Map<string, string>();
+  const jobs = codexJobTable(opts, logger);
 
   const refuseIfAuthInvalid = () => {
     if (authInvalidated) throw authFailure();

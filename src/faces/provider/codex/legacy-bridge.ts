@@ -5,7 +5,6 @@ import type { Readable, Writable } from 'node:stream';
 import { ProtocolErrorCode } from '@modelcontextprotocol/server';
 import type { Sandbox } from '../../../agents/agent.ts';
 import { codexChildEnv } from '../../../agents/codex/env.ts';
-import { JobTable } from '../../../core/jobs.ts';
 import { readLines } from '../../../lib/jsonl.ts';
 import type { Logger } from '../../../lib/log.ts';
 import { type ChildGroup, spawnGroup } from '../../../lib/process-group.ts';
@@ -13,7 +12,7 @@ import { redact, redactError } from '../../../lib/redact.ts';
 import { stripTerminalControls } from '../../../lib/text.ts';
 import { argumentsIssue, describeIssues, toolError, toolJsonSchema } from '../../mcp-tools.ts';
 import { MAX_CLIENT_FRAME_BYTES, type ProviderTool, ToolFailure } from '../stdio-server.ts';
-import { authFailure, backgroundTools, type CallArgs } from './app-server.ts';
+import { authFailure, backgroundTools, type CallArgs, codexJobTable } from './app-server.ts';
 import { type CodexHomeSettings, prepareProviderHome } from './home.ts';
 import { type CallMeta, endJob, LegacyCalls } from './legacy-calls.ts';
 import {
@@ -119,13 +118,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
     watchMidFrame: () => watchMidFrame(),
   });
 
-  const jobs = new JobTable({
-    logger,
-    statusIntervalMs: opts.statusIntervalMs,
-    hardDeadlineMs: opts.limits.hardMs,
-    idleDeadlineMs: opts.limits.idleMs,
-    cancelWaitMs: 2 * opts.limits.cancelGraceMs + 10_000,
-  });
+  const jobs = codexJobTable(opts, logger);
 
   /** Ends the bridge: bounded stop of Codex's group, then exit (the client reconnects to a new bridge). */
   const teardown = (reason: string, code = 1) => {
