@@ -5,6 +5,7 @@
 // task survives a hub restart like every baton task.
 import { type Engine, EngineError, MAX_EVENT_PAGE, type StatusView } from '../../core/engine.ts';
 import { isTerminal, type TaskEvent, type TaskState } from '../../core/task.ts';
+import { cutCodePoints } from '../../lib/chars.ts';
 import type { TaskBackend, TaskSnapshot } from '../mcp-tasks.ts';
 import type { CallToolResult } from '../mcp-tools.ts';
 
@@ -158,5 +159,5 @@ function describe(event: TaskEvent): string | undefined {
             : typeof e.text === 'string'
               ? e.text
               : String(e.kind);
-  return [...line].slice(0, STATUS_MESSAGE_CODE_POINTS).join('');
+  return cutCodePoints(line, STATUS_MESSAGE_CODE_POINTS);
 }
