@@ -5,7 +5,7 @@ import {
   type CallToolResult,
   ProtocolError,
   ProtocolErrorCode,
-  Server,
+  type Server,
   type ServerContext,
   type ToolAnnotations,
 } from '@modelcontextprotocol/server';
