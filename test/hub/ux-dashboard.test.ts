@@ -27,7 +27,7 @@ import {
   writeHubConfig,
 } from '../support/hub.ts';
 import { until } from '../support/poll.ts';
-import { SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
+import { scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 
 const CDP_TIMEOUT_MS = 30_000;
@@ -239,8 +239,7 @@ const script = (steps: unknown[], note = '') => JSON.stringify({ steps, note });
 
 test('dashboard in headless Chromium: login, list, prompt, answer, live state, git, cancel, continue, CSRF', async (t) => {
   const dir = tempDir(t, 'baton-ux-ui-');
-  const work = join(dir, 'work');
-  mkdirSync(work);
+  const { work, entry } = scriptedAgentSetup(dir);
   const git = (...args: string[]) => execFileSync('git', ['-C', work, ...args], { stdio: 'ignore' });
   git('init', '-q', '-b', 'main');
   writeFileSync(join(work, 'README'), 'hello\n');
@@ -248,20 +247,7 @@ test('dashboard in headless Chromium: login, list, prompt, answer, live state, g
   git('-c', 'user.name=t', '-c', 'user.email=t@example.invalid', 'commit', '-q', '-m', 'init');
   // Dirty before any round: while a round runs it must read as "dirty before", not as cleaned by the agent.
   writeFileSync(join(work, 'notes-before.txt'), 'already here\n');
-  const state = join(dir, 'agent-state');
-  mkdirSync(state, { mode: 0o700 });
-  const hub = await startHub(t, {
-    dir,
-    roots: [work],
-    agents: {
-      scripted: {
-        kind: 'acp',
-        command: [process.execPath, SCRIPTED_ACP_AGENT],
-        env: { ACP_TEST_AGENT_RECORD: join(dir, 'record.jsonl'), ACP_TEST_AGENT_STATE: state },
-        cancelGraceMs: 1_000,
-      },
-    },
-  });
+  const hub = await startHub(t, { dir, roots: [work], agents: { scripted: entry } });
   await until(() => /dashboard: http:\/\/127\.0\.0\.1:\d+\/ui \(log in with `baton ui`\)/.test(hub.output()), {
     what: '`baton serve` to print the /ui URL',
   });

@@ -1,7 +1,7 @@
 // `baton tasks` (UX-1) against a real hub daemon with the scripted ACP agent: the operator sees every caller's tasks
 // over the control endpoint while MCP callers keep seeing only their own.
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { spawnGroup } from '../../src/lib/process-group.ts';
@@ -17,7 +17,7 @@ import {
   TEST_CALLERS,
   waitForEvent,
 } from '../support/hub.ts';
-import { acpScript, SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
+import { acpScript, scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 
 /** Runs `baton --config <config> tasks ...` to its end and returns its exit code and output. */
@@ -45,22 +45,8 @@ async function baton(configPath: string, ...args: string[]) {
 
 test('baton tasks: list across callers, show, tail to the end, cancel, bad ids', async (t) => {
   const dir = tempDir(t, 'baton-ux-tasks-');
-  const work = join(dir, 'work');
-  mkdirSync(work);
-  const state = join(dir, 'agent-state');
-  mkdirSync(state, { mode: 0o700 });
-  const hub = await startHub(t, {
-    dir,
-    roots: [work],
-    agents: {
-      scripted: {
-        kind: 'acp',
-        command: [process.execPath, SCRIPTED_ACP_AGENT],
-        env: { ACP_TEST_AGENT_RECORD: join(dir, 'record.jsonl'), ACP_TEST_AGENT_STATE: state },
-        cancelGraceMs: 1_000,
-      },
-    },
-  });
+  const { work, entry } = scriptedAgentSetup(dir);
+  const hub = await startHub(t, { dir, roots: [work], agents: { scripted: entry } });
   // The hub listens on a free port; the CLI reads it from a config beside the hub's own.
   const cliConfig = join(batonHome(dir), 'cli.json');
   const hubConfig = JSON.parse(readFileSync(hub.configPath, 'utf8'));
