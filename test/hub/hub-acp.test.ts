@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { call, connectCaller, followToEnd, startHub, waitForEvent } from '../support/hub.ts';
-import { until } from '../support/poll.ts';
+import { pidAlive, until } from '../support/poll.ts';
 import { acpScript, scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -119,18 +119,10 @@ test('hub + scripted ACP agent: SIGKILL mid-turn, restart, interrupted, continue
     what: 'the agent to start a grandchild',
   });
   await hub1.kill();
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  assert.equal(alive(child), true, 'the agent group outlives the killed daemon');
+  assert.equal(pidAlive(child), true, 'the agent group outlives the killed daemon');
 
   const hub2 = await startHub(t, setup);
-  assert.equal(alive(child), false, 'restart stopped the whole old group, grandchild included');
+  assert.equal(pidAlive(child), false, 'restart stopped the whole old group, grandchild included');
   const a2 = await connectCaller(t, hub2, 'alice');
   const after = await call<{ state: string; events: Array<{ seq: number }> }>(a2, 'agent_status', {
     taskId: run.taskId,

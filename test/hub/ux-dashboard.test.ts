@@ -26,7 +26,7 @@ import {
   waitForEvent,
   writeHubConfig,
 } from '../support/hub.ts';
-import { until } from '../support/poll.ts';
+import { pidAlive, until } from '../support/poll.ts';
 import { scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -222,16 +222,6 @@ async function launchChromium(t: { after: (fn: () => Promise<unknown>) => void }
   const cdp = await Cdp.connect(wsUrl);
   t.after(async () => cdp.close());
   return cdp;
-}
-
-/** Whether process `pid` still exists. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** A prompt for the scripted agent; `note` is ignored by it and only there to be shown. */
@@ -480,9 +470,9 @@ test('baton ui: a one-time login link that works once, and never the token in a 
   // Stopped by its pid, not by `baton stop`: the after hooks run in order, so the temp dir (and config) may be gone.
   const pid = Number(/\(pid (\d+)\)/.exec(started)?.[1]);
   t.after(async () => {
-    if (!alive(pid)) return;
+    if (!pidAlive(pid)) return;
     process.kill(pid, 'SIGTERM');
-    await until(() => !alive(pid), { what: `the hub (pid ${pid}) to stop`, timeoutMs: 60_000 });
+    await until(() => !pidAlive(pid), { what: `the hub (pid ${pid}) to stop`, timeoutMs: 60_000 });
   });
   assert.match(started, /dashboard: http:\/\/127\.0\.0\.1:\d+\/ui \(log in with `baton ui`\)/, 'start prints /ui');
   const hub = {
