@@ -10,19 +10,10 @@ import { createAgent } from '../../src/agents/registry.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { ensurePrivateDir } from '../../src/lib/private-fs.ts';
 import { engineFor, settle } from '../support/engine.ts';
-import { until } from '../support/poll.ts';
+import { pidAlive, until } from '../support/poll.ts';
 import { SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
 
 const CALLER = 'tester';
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 test('engine + ACP agent: run, continue in a fresh process, cancel acknowledged, cancel ignored', async (t) => {
   const root = mkdtempSync(join(tmpdir(), 'baton-acp-engine-'));

@@ -9,7 +9,7 @@ import { createAgent } from '../../src/agents/registry.ts';
 import { DEFAULT_MAX_LINE_BYTES } from '../../src/lib/jsonl.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { isGroupAlive } from '../../src/lib/process-group.ts';
-import { until } from '../support/poll.ts';
+import { pidAlive, until } from '../support/poll.ts';
 import { SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 import { runTurn } from './acp-support.ts';
@@ -71,15 +71,6 @@ async function open(
   });
   t.after(() => session.close());
   return { session, pgids };
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe('ACP adapter with the scripted test agent', () => {

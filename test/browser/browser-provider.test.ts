@@ -4,18 +4,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { until } from '../support/poll.ts';
+import { pidAlive, until } from '../support/poll.ts';
 import { tempDir } from '../support/tmp.ts';
-import {
-  alive,
-  type Box,
-  childrenOf,
-  makeBox,
-  processesMentioning,
-  startBaton,
-  startPageServer,
-  text,
-} from './support.ts';
+import { type Box, childrenOf, makeBox, processesMentioning, startBaton, startPageServer, text } from './support.ts';
 
 const byCommand = (box: Box, cmd: string) => box.calls().filter((c) => c[0] === cmd);
 const generationOf = (box: Box) =>
@@ -121,7 +112,7 @@ test('browser provider over a leased real Chromium', async (t) => {
     ]);
     await until(() => processesMentioning(box.dir).length === 0, { what: 'no Chromium left from this box' });
     // Every chrome-devtools-mcp baton started was reaped with it.
-    for (const pid of downstreams) assert.equal(alive(pid), false, `child ${pid} of baton is gone`);
+    for (const pid of downstreams) assert.equal(pidAlive(pid), false, `child ${pid} of baton is gone`);
   });
 
   await t.test('helper exit codes (69, 70, death, invalid record, 75), status 0/70, downstream crash', async () => {

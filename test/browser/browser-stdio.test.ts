@@ -6,10 +6,10 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { REPO_ROOT } from '../support/bins.ts';
-import { until } from '../support/poll.ts';
+import { pidAlive, until } from '../support/poll.ts';
 import { spawnV1StdioClient } from '../support/stdio-client.ts';
 import { tempDir } from '../support/tmp.ts';
-import { alive, batonLaunch, childrenOf, makeBox, startBaton, text } from './support.ts';
+import { batonLaunch, childrenOf, makeBox, startBaton, text } from './support.ts';
 
 const env = {
   ...process.env,
@@ -72,5 +72,5 @@ test('an oversized client frame stops the server, which reaps its downstream', a
   const [code] = await exited;
   assert.equal(code, 0);
   assert.match(stderr, /exceeds the \d+-byte limit/);
-  for (const pid of downstreamPids) assert.equal(alive(pid), false, `downstream ${pid} reaped`);
+  for (const pid of downstreamPids) assert.equal(pidAlive(pid), false, `downstream ${pid} reaped`);
 });

@@ -151,15 +151,6 @@ export function processesMentioning(needle: string): number[] {
   return found;
 }
 
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** Direct children of a process, from /proc (listed per thread of the parent). */
 export function childrenOf(pid: number): number[] {
   const out: number[] = [];

@@ -269,31 +269,31 @@ describe('isolated home auth write-back (AG-9)', () => {
 });
 
 describe('codex agent edge paths (against a FAKE app-server, see fixtures/fake-app-server.ts)', () => {
-  const fakeAgent = (t: { after: (fn: () => unknown) => void }) => {
+  /** A session on a fresh agent over the fake app-server in its own temp root, closed when the test ends. */
+  const fakeSession = async (t: { after: (fn: () => unknown) => void }, onProcessGroup?: (pgid: number) => void) => {
     const root = tempDir(t, 'baton-codex-fake-');
-    return {
-      root,
-      agent: createAgent(
-        'codex',
-        {
-          kind: 'codex',
-          command: [process.execPath, join(import.meta.dirname, 'fixtures', 'fake-app-server.ts')],
-          userCodexHome: join(root, 'no-user-home'),
-          cancelGraceMs: 300,
-        },
-        { stateDir: root, logger: silentLogger },
-      ),
-    };
-  };
-
-  test('approval requests are declined and reported without their arguments (TE-11)', async (t) => {
-    const { agent, root } = fakeAgent(t);
+    const agent = createAgent(
+      'codex',
+      {
+        kind: 'codex',
+        command: [process.execPath, join(import.meta.dirname, 'fixtures', 'fake-app-server.ts')],
+        userCodexHome: join(root, 'no-user-home'),
+        cancelGraceMs: 300,
+      },
+      { stateDir: root, logger: silentLogger },
+    );
     const session = await agent.openSession({
       cwd: root,
       sandbox: 'workspace-write',
       signal: new AbortController().signal,
+      ...(onProcessGroup ? { onProcessGroup } : {}),
     });
     t.after(() => session.close());
+    return session;
+  };
+
+  test('approval requests are declined and reported without their arguments (TE-11)', async (t) => {
+    const session = await fakeSession(t);
     const events = await collect(session.turn('ask', { signal: new AbortController().signal }));
     assert.deepEqual(
       events.filter((e) => e.kind === 'permission'),
@@ -312,13 +312,7 @@ describe('codex agent edge paths (against a FAKE app-server, see fixtures/fake-a
   });
 
   test('every request of the shared decline table is declined with its answer and reported (TE-11)', async (t) => {
-    const { agent, root } = fakeAgent(t);
-    const session = await agent.openSession({
-      cwd: root,
-      sandbox: 'workspace-write',
-      signal: new AbortController().signal,
-    });
-    t.after(() => session.close());
+    const session = await fakeSession(t);
     const prompt = `ask-all:${JSON.stringify(DECLINED_CODEX_METHODS)}`;
     const events = await collect(session.turn(prompt, { signal: new AbortController().signal }));
     const answers = JSON.parse((events.find((e) => e.kind === 'message') as { text: string }).text);
@@ -334,15 +328,8 @@ describe('codex agent edge paths (against a FAKE app-server, see fixtures/fake-a
   });
 
   test('an interrupt Codex never acknowledges: the process group is stopped, acknowledged=false (TE-8)', async (t) => {
-    const { agent, root } = fakeAgent(t);
     const pgids: number[] = [];
-    const session = await agent.openSession({
-      cwd: root,
-      sandbox: 'workspace-write',
-      signal: new AbortController().signal,
-      onProcessGroup: (pgid) => pgids.push(pgid),
-    });
-    t.after(() => session.close());
+    const session = await fakeSession(t, (pgid) => pgids.push(pgid));
     const controller = new AbortController();
     const events: AgentEvent[] = [];
     const done = (async () => {

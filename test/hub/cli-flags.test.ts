@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { REPO_ROOT } from '../support/bins.ts';
 import { batonHome, CONTROL_TOKEN, isolatedEnv, writeHubConfig } from '../support/hub.ts';
-import { until } from '../support/poll.ts';
+import { pidAlive, until } from '../support/poll.ts';
 import { tempDir } from '../support/tmp.ts';
 
 const BATON = join(REPO_ROOT, 'bin', 'baton.js');
@@ -67,15 +67,7 @@ test('baton start --port --log-level: the daemon listens there at that level; ba
   assert.doesNotMatch(log, /hub listening/);
 
   assert.equal((await control('/control/stop', 'POST')).status, 202);
-  const alive = () => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  await until(() => !alive(), { what: `the daemon (pid ${pid}) to exit` });
+  await until(() => !pidAlive(pid), { what: `the daemon (pid ${pid}) to exit` });
 });
 
 test('baton mcp --help lists --provider, every provider and its flags; the browser takes kebab-case and the old aliases', async (t) => {

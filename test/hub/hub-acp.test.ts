@@ -2,34 +2,16 @@
 // real `gemini --acp` and `opencode acp` are in hub-acp-real.test.ts).
 
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { call, connectCaller, followToEnd, startHub, waitForEvent } from '../support/hub.ts';
-import { until } from '../support/poll.ts';
-import { acpScript, SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
+import { pidAlive, until } from '../support/poll.ts';
+import { acpScript, scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
-
-function scriptedAgent(dir: string) {
-  const record = join(dir, 'agent-record.jsonl');
-  const state = join(dir, 'agent-state');
-  mkdirSync(state, { mode: 0o700 });
-  return {
-    record,
-    entry: {
-      kind: 'acp',
-      command: [process.execPath, SCRIPTED_ACP_AGENT],
-      env: { ACP_TEST_AGENT_RECORD: record, ACP_TEST_AGENT_STATE: state },
-      cancelGraceMs: 1_000,
-    },
-  };
-}
 
 test('hub + scripted ACP agent: run, events, paged result, continue, cancel, list', async (t) => {
   const dir = tempDir(t, 'baton-hub-acp-');
-  const work = join(dir, 'work');
-  mkdirSync(work);
-  const scripted = scriptedAgent(dir);
+  const { work, ...scripted } = scriptedAgentSetup(dir);
   const hub = await startHub(t, { dir, roots: [work], agents: { scripted: scripted.entry } });
   const alice = await connectCaller(t, hub, 'alice');
 
@@ -116,9 +98,7 @@ test('hub + scripted ACP agent: run, events, paged result, continue, cancel, lis
 
 test('hub + scripted ACP agent: SIGKILL mid-turn, restart, interrupted, continue loads the session', async (t) => {
   const dir = tempDir(t, 'baton-hub-acp-kill-');
-  const work = join(dir, 'work');
-  mkdirSync(work);
-  const scripted = scriptedAgent(dir);
+  const { work, ...scripted } = scriptedAgentSetup(dir);
   const setup = { dir, roots: [work], agents: { scripted: scripted.entry } };
   const hub1 = await startHub(t, setup);
   const a1 = await connectCaller(t, hub1, 'alice');
@@ -139,18 +119,10 @@ test('hub + scripted ACP agent: SIGKILL mid-turn, restart, interrupted, continue
     what: 'the agent to start a grandchild',
   });
   await hub1.kill();
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  assert.equal(alive(child), true, 'the agent group outlives the killed daemon');
+  assert.equal(pidAlive(child), true, 'the agent group outlives the killed daemon');
 
   const hub2 = await startHub(t, setup);
-  assert.equal(alive(child), false, 'restart stopped the whole old group, grandchild included');
+  assert.equal(pidAlive(child), false, 'restart stopped the whole old group, grandchild included');
   const a2 = await connectCaller(t, hub2, 'alice');
   const after = await call<{ state: string; events: Array<{ seq: number }> }>(a2, 'agent_status', {
     taskId: run.taskId,

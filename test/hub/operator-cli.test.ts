@@ -3,10 +3,9 @@
 // in a pipe and in a real pseudo-terminal with exit codes by outcome, the answer and how to read the rest, and a stop
 // that refuses while tasks run.
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { spawnGroup } from '../../src/lib/process-group.ts';
 import { REPO_ROOT } from '../support/bins.ts';
 import {
   batonHome,
@@ -14,9 +13,12 @@ import {
   connectCaller,
   followToEnd,
   isolatedEnv,
+  type Ran,
   type RunningHub,
+  runGroup,
   startHub,
   waitForEvent,
+  writeCliConfig,
 } from '../support/hub.ts';
 import { until } from '../support/poll.ts';
 import { acpScript, SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
@@ -24,29 +26,9 @@ import { tempDir } from '../support/tmp.ts';
 
 const BATON = join(REPO_ROOT, 'bin', 'baton.js');
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs `baton --config <cli config> ...args` with its output in pipes. */
-async function baton(dir: string, configPath: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Ran> {
-  const g = spawnGroup(process.execPath, [BATON, '--config', configPath, ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: isolatedEnv(dir, env),
-  });
-  let stdout = '';
-  let stderr = '';
-  g.child.stdout!.on('data', (d) => {
-    stdout += d;
-  });
-  g.child.stderr!.on('data', (d) => {
-    stderr += d;
-  });
-  const exit = await g.exited;
-  await g.stop(1_000);
-  return { code: exit.code, stdout, stderr };
+function baton(dir: string, configPath: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Ran> {
+  return runGroup(process.execPath, [BATON, '--config', configPath, ...args], isolatedEnv(dir, env));
 }
 
 /**
@@ -57,31 +39,12 @@ async function batonOnTerminal(dir: string, configPath: string, args: string[]):
   const argv = [process.execPath, BATON, '--config', configPath, ...args];
   const vars = Object.fromEntries(argv.map((a, i) => [`BATON_TEST_ARG${i}`, a]));
   const line = `stty cols 160 rows 45; exec ${argv.map((_, i) => `"$BATON_TEST_ARG${i}"`).join(' ')}`;
-  const g = spawnGroup('script', ['-qefc', line, '/dev/null'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: isolatedEnv(dir, vars),
-  });
-  let stdout = '';
-  let stderr = '';
-  g.child.stdout!.on('data', (d) => {
-    stdout += d;
-  });
-  g.child.stderr!.on('data', (d) => {
-    stderr += d;
-  });
-  const exit = await g.exited;
-  await g.stop(1_000);
-  return { code: exit.code, stdout: stdout.replaceAll('\r\n', '\n'), stderr };
+  const ran = await runGroup('script', ['-qefc', line, '/dev/null'], isolatedEnv(dir, vars));
+  return { ...ran, stdout: ran.stdout.replaceAll('\r\n', '\n') };
 }
 
 /** A config beside the hub's own that points at the port the hub actually listens on. */
-function cliConfigFor(dir: string, hub: RunningHub): string {
-  const path = join(batonHome(dir), 'cli.json');
-  const config = JSON.parse(readFileSync(hub.configPath, 'utf8'));
-  config.listen.port = Number(new URL(hub.url).port);
-  writeFileSync(path, JSON.stringify(config), { mode: 0o600 });
-  return path;
-}
+const cliConfigFor = (dir: string, hub: RunningHub) => writeCliConfig(hub, join(batonHome(dir), 'cli.json'));
 
 const agents = (dir: string) => ({
   scripted: {

@@ -26,8 +26,8 @@ import {
   waitForEvent,
   writeHubConfig,
 } from '../support/hub.ts';
-import { until } from '../support/poll.ts';
-import { SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
+import { pidAlive, until } from '../support/poll.ts';
+import { scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 
 const CDP_TIMEOUT_MS = 30_000;
@@ -224,23 +224,12 @@ async function launchChromium(t: { after: (fn: () => Promise<unknown>) => void }
   return cdp;
 }
 
-/** Whether process `pid` still exists. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** A prompt for the scripted agent; `note` is ignored by it and only there to be shown. */
 const script = (steps: unknown[], note = '') => JSON.stringify({ steps, note });
 
 test('dashboard in headless Chromium: login, list, prompt, answer, live state, git, cancel, continue, CSRF', async (t) => {
   const dir = tempDir(t, 'baton-ux-ui-');
-  const work = join(dir, 'work');
-  mkdirSync(work);
+  const { work, entry } = scriptedAgentSetup(dir);
   const git = (...args: string[]) => execFileSync('git', ['-C', work, ...args], { stdio: 'ignore' });
   git('init', '-q', '-b', 'main');
   writeFileSync(join(work, 'README'), 'hello\n');
@@ -248,20 +237,7 @@ test('dashboard in headless Chromium: login, list, prompt, answer, live state, g
   git('-c', 'user.name=t', '-c', 'user.email=t@example.invalid', 'commit', '-q', '-m', 'init');
   // Dirty before any round: while a round runs it must read as "dirty before", not as cleaned by the agent.
   writeFileSync(join(work, 'notes-before.txt'), 'already here\n');
-  const state = join(dir, 'agent-state');
-  mkdirSync(state, { mode: 0o700 });
-  const hub = await startHub(t, {
-    dir,
-    roots: [work],
-    agents: {
-      scripted: {
-        kind: 'acp',
-        command: [process.execPath, SCRIPTED_ACP_AGENT],
-        env: { ACP_TEST_AGENT_RECORD: join(dir, 'record.jsonl'), ACP_TEST_AGENT_STATE: state },
-        cancelGraceMs: 1_000,
-      },
-    },
-  });
+  const hub = await startHub(t, { dir, roots: [work], agents: { scripted: entry } });
   await until(() => /dashboard: http:\/\/127\.0\.0\.1:\d+\/ui \(log in with `baton ui`\)/.test(hub.output()), {
     what: '`baton serve` to print the /ui URL',
   });
@@ -494,9 +470,9 @@ test('baton ui: a one-time login link that works once, and never the token in a 
   // Stopped by its pid, not by `baton stop`: the after hooks run in order, so the temp dir (and config) may be gone.
   const pid = Number(/\(pid (\d+)\)/.exec(started)?.[1]);
   t.after(async () => {
-    if (!alive(pid)) return;
+    if (!pidAlive(pid)) return;
     process.kill(pid, 'SIGTERM');
-    await until(() => !alive(pid), { what: `the hub (pid ${pid}) to stop`, timeoutMs: 60_000 });
+    await until(() => !pidAlive(pid), { what: `the hub (pid ${pid}) to stop`, timeoutMs: 60_000 });
   });
   assert.match(started, /dashboard: http:\/\/127\.0\.0\.1:\d+\/ui \(log in with `baton ui`\)/, 'start prints /ui');
   const hub = {

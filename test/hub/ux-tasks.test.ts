@@ -1,10 +1,9 @@
 // `baton tasks` (UX-1) against a real hub daemon with the scripted ACP agent: the operator sees every caller's tasks
 // over the control endpoint while MCP callers keep seeing only their own.
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
-import { spawnGroup } from '../../src/lib/process-group.ts';
 import { REPO_ROOT } from '../support/bins.ts';
 import {
   batonHome,
@@ -13,59 +12,29 @@ import {
   connectCaller,
   followToEnd,
   isolatedEnv,
+  runGroup,
   startHub,
   TEST_CALLERS,
   waitForEvent,
+  writeCliConfig,
 } from '../support/hub.ts';
-import { acpScript, SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
+import { acpScript, scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 
 /** Runs `baton --config <config> tasks ...` to its end and returns its exit code and output. */
-async function baton(configPath: string, ...args: string[]) {
-  const g = spawnGroup(
+const baton = (configPath: string, ...args: string[]) =>
+  runGroup(
     process.execPath,
     [join(REPO_ROOT, 'bin', 'baton.js'), '--config', configPath, 'tasks', ...args],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: isolatedEnv(dirname(dirname(configPath))),
-    },
+    isolatedEnv(dirname(dirname(configPath))),
   );
-  let stdout = '';
-  let stderr = '';
-  g.child.stdout!.on('data', (d) => {
-    stdout += d;
-  });
-  g.child.stderr!.on('data', (d) => {
-    stderr += d;
-  });
-  const exit = await g.exited;
-  await g.stop(1_000);
-  return { code: exit.code, stdout, stderr };
-}
 
 test('baton tasks: list across callers, show, tail to the end, cancel, bad ids', async (t) => {
   const dir = tempDir(t, 'baton-ux-tasks-');
-  const work = join(dir, 'work');
-  mkdirSync(work);
-  const state = join(dir, 'agent-state');
-  mkdirSync(state, { mode: 0o700 });
-  const hub = await startHub(t, {
-    dir,
-    roots: [work],
-    agents: {
-      scripted: {
-        kind: 'acp',
-        command: [process.execPath, SCRIPTED_ACP_AGENT],
-        env: { ACP_TEST_AGENT_RECORD: join(dir, 'record.jsonl'), ACP_TEST_AGENT_STATE: state },
-        cancelGraceMs: 1_000,
-      },
-    },
-  });
+  const { work, entry } = scriptedAgentSetup(dir);
+  const hub = await startHub(t, { dir, roots: [work], agents: { scripted: entry } });
   // The hub listens on a free port; the CLI reads it from a config beside the hub's own.
-  const cliConfig = join(batonHome(dir), 'cli.json');
-  const hubConfig = JSON.parse(readFileSync(hub.configPath, 'utf8'));
-  hubConfig.listen.port = Number(new URL(hub.url).port);
-  writeFileSync(cliConfig, JSON.stringify(hubConfig), { mode: 0o600 });
+  const cliConfig = writeCliConfig(hub, join(batonHome(dir), 'cli.json'));
   const alice = await connectCaller(t, hub, 'alice');
   const bob = await connectCaller(t, hub, 'bob');
 

@@ -13,7 +13,7 @@ import type { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { AnthropicMock, isolatedClaudeEnv } from '../mock-models/anthropic.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins, REPO_ROOT } from '../support/bins.ts';
-import { WaitBudget } from '../support/poll.ts';
+import { pidAlive, WaitBudget } from '../support/poll.ts';
 import {
   type ClientEra,
   type Launch,
@@ -341,8 +341,8 @@ test('a disconnect cancels active reviews and reaps their process groups before 
   await own.client.close();
   await exited;
   gate.open();
-  assert.equal(alive(serverPid), false, 'the server exited');
-  assert.equal(alive(children[0]!), false, 'the claude child is gone');
+  assert.equal(pidAlive(serverPid), false, 'the server exited');
+  assert.equal(pidAlive(children[0]!), false, 'the claude child is gone');
   assert.deepEqual(batonDirs(), [], 'the private home was removed at exit');
   assert.match(own.stderr(), /ready/);
   assert.equal(/SIGKILL|Killed/.test(own.stderr()), false);
@@ -423,13 +423,4 @@ function childrenOf(pid: number): number[] {
     } catch {}
   }
   return out;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }

@@ -2,12 +2,12 @@
 // named after the four clients, a PATH holding only the real client binaries from npm (and Node), and a runner for
 // child processes with a deadline.
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, type TestContext } from 'node:test';
 import { tokenEnvName } from '../../src/faces/hub/examples.ts';
 import { bins, REPO_ROOT } from './bins.ts';
-import { type RunningHub, startHub } from './hub.ts';
+import { type Ran, type RunningHub, startHub, writeCliConfig } from './hub.ts';
 import { SCRIPTED_ACP_AGENT } from './scripted-agent.ts';
 import { tempDir } from './tmp.ts';
 
@@ -47,11 +47,7 @@ export async function startConnectHub(t: Pick<TestContext, 'after'>, dir: string
     agents: { scripted: { kind: 'acp', command: [process.execPath, SCRIPTED_ACP_AGENT], cancelGraceMs: 1_000 } },
     callers: Object.fromEntries(Object.entries(CLIENT_TOKENS).map(([c, token]) => [c, { token }])),
   });
-  const config = JSON.parse(readFileSync(hub.configPath, 'utf8'));
-  config.listen.port = Number(new URL(hub.url).port);
-  const configPath = join(dir, 'connect-config', 'config.json');
-  mkdirSync(dirname(configPath), { recursive: true, mode: 0o700 });
-  writeFileSync(configPath, JSON.stringify(config), { mode: 0o600 });
+  const configPath = writeCliConfig(hub, join(dir, 'connect-config', 'config.json'));
   return { hub, configPath, project };
 }
 
@@ -72,12 +68,6 @@ export function clientPath(dir: string): string {
 
 export function tokenEnv(client: Client): Record<string, string> {
   return { [tokenEnvName(client)]: CLIENT_TOKENS[client] };
-}
-
-export interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
 }
 
 /** Runs a command to its end; kills it (and fails) when `timeoutMs` passes. */

@@ -2,8 +2,8 @@
 // MCP SDK client to it over Streamable HTTP. Every hub and CLI a test starts gets BATON_HOME inside the test's temp
 // dir, so no test reads or writes the real user's baton config.
 import { once } from 'node:events';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -126,6 +126,40 @@ export async function startHub(
       await once(group.child, 'exit').catch(() => {});
     },
   };
+}
+
+/**
+ * Writes a copy of the hub's config at `path` with the port the hub really listens on (it was started on port 0), so a
+ * CLI run with `--config <path>` reaches it.
+ */
+export function writeCliConfig(hub: RunningHub, path: string): string {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const config = JSON.parse(readFileSync(hub.configPath, 'utf8'));
+  config.listen.port = Number(new URL(hub.url).port);
+  writeFileSync(path, JSON.stringify(config), { mode: 0o600 });
+  return path;
+}
+
+export interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command in its own process group to its end (then stops what it left behind), its output in pipes. */
+export async function runGroup(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<Ran> {
+  const g = spawnGroup(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
+  let stdout = '';
+  let stderr = '';
+  g.child.stdout!.on('data', (d) => {
+    stdout += d;
+  });
+  g.child.stderr!.on('data', (d) => {
+    stderr += d;
+  });
+  const exit = await g.exited;
+  await g.stop(1_000);
+  return { code: exit.code, stdout, stderr };
 }
 
 export async function connectCaller(

@@ -56,3 +56,13 @@ export class WaitBudget {
     return Math.min(cap, left);
   }
 }
+
+/** Whether process `pid` still exists (signal 0 probes without sending anything). */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { describe, type TestContext, test } from 'node:test';
 import { agentEnvironment } from '../../src/agents/acp/process.ts';
 import { ClaudeAgent } from '../../src/agents/claude/agent.ts';
 import { codexChildEnv } from '../../src/agents/codex/env.ts';
@@ -20,6 +20,18 @@ const PLANTED = {
   BATON_TOKEN: 'planted-baton-token-0x5ecret',
   BATON_HUB_URL: 'http://127.0.0.1:1/mcp/alice',
 };
+
+/** Plants PLANTED in this process's own env, for what reads it rather than an injected env, until the test ends. */
+function plantInProcessEnv(t: Pick<TestContext, 'after'>): void {
+  const saved = Object.fromEntries(Object.keys(PLANTED).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, PLANTED);
+  t.after(() => {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  });
+}
 
 const parent: NodeJS.ProcessEnv = {
   ...PLANTED,
@@ -115,14 +127,7 @@ describe('every adapter builds its child environment through the allowlist', () 
     const dir = tempDir(t);
     const claude = new ClaudeAgent('c', { homeDir: join(dir, 'claude'), userConfigDir: join(dir, 'u'), env: parent });
     const gemini = new GeminiAgent('g', { homeDir: join(dir, 'gemini'), env: parent, sandboxMode: 'docker' });
-    const saved = Object.fromEntries(Object.keys(PLANTED).map((k) => [k, process.env[k]]));
-    Object.assign(process.env, PLANTED);
-    t.after(() => {
-      for (const [k, v] of Object.entries(saved)) {
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
-      }
-    });
+    plantInProcessEnv(t);
     const envs = {
       claude: claude.childEnv(),
       gemini: gemini.childEnv(),
@@ -176,14 +181,7 @@ describe('every adapter builds its child environment through the allowlist', () 
       fake,
       `import { writeFileSync } from 'node:fs';\nwriteFileSync(process.argv[2], JSON.stringify({ argv: process.argv.slice(3), env: process.env }));\nconsole.log('codex-cli 0.153.4');\n`,
     );
-    const saved = Object.fromEntries(Object.keys(PLANTED).map((k) => [k, process.env[k]]));
-    Object.assign(process.env, PLANTED);
-    t.after(() => {
-      for (const [k, v] of Object.entries(saved)) {
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
-      }
-    });
+    plantInProcessEnv(t);
     const userCodexHome = join(dir, 'user-codex');
     const version = await probeCodexVersion([process.execPath, fake, seen], silentLogger, { userCodexHome });
     assert.deepEqual(version && [version.major, version.minor, version.patch], [0, 153, 4]);
