@@ -3,7 +3,7 @@
 // exit codes are the table in TASK_EXIT_CODES.
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { ResultView, StatusView, TaskView, WaitView } from '../core/engine.ts';
-import type { TaskEvent } from '../core/task.ts';
+import { isTerminal, type TaskEvent } from '../core/task.ts';
 import type { HubConfig } from '../faces/hub/config.ts';
 import { eventText, gitChanges, gitLine, gitStatusWord } from '../faces/hub/ui/format.ts';
 import { redactError } from '../lib/redact.ts';
@@ -14,7 +14,6 @@ import { localTime } from './time.ts';
 
 const out = (s: string): void => void process.stdout.write(`${s}\n`);
 const json = (v: unknown): void => out(JSON.stringify(v));
-const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'interrupted']);
 /** The hub answers a long-poll within 25 s; the client allows for a slow machine on top. */
 const WAIT_REQUEST_TIMEOUT_MS = 40_000;
 /** How many tasks `tasks list` shows without --limit or --all. */
@@ -160,7 +159,7 @@ export function registerTasksCommand(program: Command): void {
         );
         for (const ev of w.events) opts.json ? json({ type: 'event', event: ev }) : out(eventLine(ev));
         after = w.nextCursor;
-        if (!TERMINAL.has(w.state) || w.hasMore) continue;
+        if (!isTerminal(w.state) || w.hasMore) continue;
         const { events: _e, nextCursor: _n, hasMore: _h, timedOut: _t, ...task } = w;
         process.exitCode = exitCodeOf(w.state);
         // The end is known even when the answer cannot be fetched (a stopping hub closes right after its last event).
@@ -223,7 +222,7 @@ export function registerTasksCommand(program: Command): void {
       const t = await request<OperatorTask>(cfg, 'POST', `/control/tasks/${taskPath(id)}/cancel`);
       if (opts.json) return json(t);
       out(
-        TERMINAL.has(t.state)
+        isTerminal(t.state)
           ? `task ${t.taskId} is ${t.state}`
           : `cancel requested for ${t.taskId} (round ${t.round}); \`baton tasks tail ${t.taskId}\` shows the end`,
       );

@@ -3,7 +3,7 @@
 // test covers the pages built with them.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { eventText } from '../../src/faces/hub/ui/format.ts';
+import { eventText, oneLine } from '../../src/faces/hub/ui/format.ts';
 import { html, SafeHtml, trusted } from '../../src/faces/hub/ui/html.ts';
 
 test('html escapes text in content and in quoted attributes', () => {
@@ -36,4 +36,14 @@ test('events of kinds added later render generically: their text, else their fie
   assert.equal(eventText({ ...base, kind: 'future', bytes: 3, ok: true }), 'bytes=3 ok=true');
   assert.equal(eventText({ ...base, kind: 'cancel_requested' }), '');
   assert.equal(eventText({ ...base, kind: 'usage', text: 'x', tokens: 5 }), 'text=x tokens=5');
+});
+
+test('a shortened prompt line folds whitespace and cuts by code points, never inside a surrogate pair', () => {
+  assert.equal(oneLine('  review\n\tthis  ', 120), 'review this');
+  // 119 ASCII characters then an astral one: the cut at 120 keeps the whole emoji, the old UTF-16 cut split it.
+  const prompt = `${'a'.repeat(119)}🦀🦀`;
+  const line = oneLine(prompt, 120);
+  assert.equal(line, `${'a'.repeat(119)}🦀…`);
+  assert.ok(line.isWellFormed());
+  assert.equal(oneLine('🦀'.repeat(120), 120), '🦀'.repeat(120));
 });

@@ -25,7 +25,7 @@ import type { Logger } from '../../../lib/log.ts';
 import { readBodyText } from '../../../lib/net.ts';
 import { redactError } from '../../../lib/redact.ts';
 import { MAX_PROMPT_LENGTH } from '../tools.ts';
-import { eventText, type GitSnapshotView, gitChanges, gitLine, gitStatusWord } from './format.ts';
+import { eventText, type GitSnapshotView, gitChanges, gitLine, gitStatusWord, oneLine } from './format.ts';
 import { html, type SafeHtml, trusted } from './html.ts';
 
 const COOKIE = 'baton_ui';
@@ -516,11 +516,6 @@ function eventItem(ev: TaskEvent): SafeHtml {
     typeof ev.time === 'string' ? ev.time : null,
     'clock',
   )} <span class="head">${eventHead(ev)}</span> <span class="text">${eventText(ev)}</span></li>`;
-}
-
-function oneLine(s: string, max: number): string {
-  const flat = s.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
 }
 
 /**

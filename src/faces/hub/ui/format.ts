@@ -2,7 +2,7 @@
 // tasks-command, dashboard). Agent text is untrusted: terminal controls are stripped here; HTML escaping is the page's
 // job.
 import type { TaskEvent } from '../../../core/task.ts';
-import { stripTerminalControls } from '../../../lib/text.ts';
+import { cutCodePoints, stripTerminalControls } from '../../../lib/text.ts';
 
 const str = (v: unknown) => (typeof v === 'string' ? stripTerminalControls(v) : v === undefined ? '' : String(v));
 
@@ -87,4 +87,11 @@ export function gitChanges(before: unknown, after: unknown): { path: string; bef
     if (was !== now) out.push({ path: str(path), before: was, after: now });
   }
   return out.sort((x, y) => x.path.localeCompare(y.path));
+}
+
+/** Whitespace folded to single spaces and cut to `max` code points (never half a surrogate pair), with … when cut. */
+export function oneLine(s: string, max: number): string {
+  const flat = s.replace(/\s+/g, ' ').trim();
+  const cut = cutCodePoints(flat, max);
+  return cut.length < flat.length ? `${cut}…` : flat;
 }
