@@ -7,7 +7,7 @@ import type { Logger } from '../../lib/log.ts';
 import { findVersion } from '../../lib/version.ts';
 import type { Agent, AgentContext, AgentProbe, OpenSessionOptions, ProbeRequest } from '../agent.ts';
 import type { AcpConfig } from './config.ts';
-import { VERSION_FLAG_BINARIES } from './presets.ts';
+import { NO_RELAUNCH, VERSION_FLAG_BINARIES } from './presets.ts';
 import { AcpProcess, agentEnvironment, resolveBinary } from './process.ts';
 import { AcpAgentSession } from './session.ts';
 import { offeredChoices } from './session-options.ts';
@@ -132,7 +132,7 @@ export class AcpAgent implements Agent {
 
   private async versionFlag(binary: string): Promise<string | undefined> {
     const out = await captureCommand([binary, '--version'], {
-      env: agentEnvironment(this.config.env),
+      env: { ...agentEnvironment(this.config.env), [NO_RELAUNCH]: 'true' },
       timeoutMs: VERSION_PROBE_TIMEOUT_MS,
       maxChars: VERSION_OUTPUT_MAX_CHARS,
     });

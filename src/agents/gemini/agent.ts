@@ -8,6 +8,7 @@ import { captureCommand } from '../../lib/capture.ts';
 import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
 import { safeText } from '../../lib/redact.ts';
+import { NO_RELAUNCH } from '../acp/presets.ts';
 import {
   type Agent,
   type AgentEvent,
@@ -108,7 +109,7 @@ export class GeminiAgent implements Agent {
     const [command, ...prefix] = this.argvPrefix;
     const base: AgentProbe = { name: this.name, kind: this.kind, available: false, binary: this.argvPrefix.join(' ') };
     const version = await captureCommand([command!, ...prefix, '--version'], {
-      env: this.childEnv(),
+      env: { ...this.childEnv(), [NO_RELAUNCH]: 'true' },
       timeoutMs: 20_000,
     });
     if (version.error || version.code !== 0) {
