@@ -26,12 +26,6 @@ export const ACP_PRESETS = {
 /** Binaries known to answer `--version` without starting anything (others report initialize's agentInfo.version). */
 export const VERSION_FLAG_BINARIES: ReadonlySet<string> = new Set(['gemini', 'agy', 'opencode', 'dsh']);
 
-/**
- * Set for a version probe of Gemini CLI (the `gemini` kind's and this preset's): without it the CLI starts a second
- * Node process with a bigger heap before it does anything, which printing a version does not need.
- */
-export const NO_RELAUNCH = 'GEMINI_CLI_NO_RELAUNCH';
-
 export function acpPreset(name: string): AcpConfig | undefined {
   const preset = (ACP_PRESETS as Record<string, AcpConfig>)[name];
   return preset && { command: [...preset.command] };

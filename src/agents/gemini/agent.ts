@@ -8,7 +8,6 @@ import { captureCommand } from '../../lib/capture.ts';
 import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
 import { safeText } from '../../lib/redact.ts';
-import { NO_RELAUNCH } from '../acp/presets.ts';
 import {
   type Agent,
   type AgentEvent,
@@ -20,6 +19,7 @@ import {
 } from '../agent.ts';
 import { type CliOutcome, runCli } from '../cli-process.ts';
 import { canonicalGeminiDir, GeminiHome } from './home.ts';
+import { NO_RELAUNCH } from './no-relaunch.ts';
 
 /**
  * Sandbox modes an operator can choose: `auto` lets the CLI pick its container runtime (docker, podman, or
