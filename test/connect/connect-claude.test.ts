@@ -2,7 +2,7 @@
 // ACP agent (agent_run → agent_wait until terminal → agent_result), with the Anthropic mock scripted as a model that
 // reads each tool result. Without the allow rule connect writes, the same run must not delegate.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { AnthropicMock, isolatedClaudeEnv } from '../mock-models/anthropic.ts';
@@ -13,13 +13,10 @@ import { call, connectCaller } from '../support/hub.ts';
 
 const suite = connectSuite('claude');
 
-async function connected(t: TestContext, name: string, args: string[] = [], cwd = suite.setup.project) {
-  const delegation = new Delegation(cwd);
-  const mock = await AnthropicMock.start(delegation.anthropic);
-  t.after(() => mock.close());
-  const root = join(suite.dir, name);
+/** The Claude Code env of one test: its own config dir and HOME under `suite.dir/name`, the mock, the hub's token. */
+function claudeEnv(origin: string, name: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
-    ...isolatedClaudeEnv(mock.origin, root),
+    ...isolatedClaudeEnv(origin, join(suite.dir, name)),
     PATH: suite.PATH,
     ...tokenEnv('claude'),
     // claude -p connects MCP servers in the background by default, so on a loaded machine its first model request can
@@ -27,9 +24,44 @@ async function connected(t: TestContext, name: string, args: string[] = [], cwd 
     MCP_CONNECTION_NONBLOCKING: 'false',
   };
   mkdirSync(env.HOME!, { recursive: true });
-  const c = await batonConnect(suite.setup.configPath, ['claude', ...args], { env, cwd });
-  assert.equal(c.code, 0, `connect failed:\n${c.stdout}\n${c.stderr}`);
-  return { delegation, env, connectOut: c.stdout, settings: join(env.CLAUDE_CONFIG_DIR!, 'settings.json') };
+  return env;
+}
+
+/** What `baton connect claude` (user scope) wrote into its config dir: the registry and the settings. */
+const USER_SCOPE_FILES = ['.claude.json', 'settings.json'];
+
+/**
+ * `baton connect claude` at user scope runs once, into a config dir of its own; each user-scope test's Claude Code gets
+ * a copy of the files it wrote, so the connect and its two `claude mcp` runs are not repeated.
+ */
+let userConnect: Promise<{ connectOut: string; configDir: string }> | undefined;
+function connectUserScopeOnce() {
+  userConnect ??= (async () => {
+    const env = claudeEnv('http://127.0.0.1:9', 'connected');
+    const c = await batonConnect(suite.setup.configPath, ['claude'], { env, cwd: suite.setup.project });
+    assert.equal(c.code, 0, `connect failed:\n${c.stdout}\n${c.stderr}`);
+    return { connectOut: c.stdout, configDir: env.CLAUDE_CONFIG_DIR! };
+  })();
+  return userConnect;
+}
+
+async function connected(t: TestContext, name: string, args: string[] = [], cwd = suite.setup.project) {
+  const delegation = new Delegation(cwd);
+  const mock = await AnthropicMock.start(delegation.anthropic);
+  t.after(() => mock.close());
+  const env = claudeEnv(mock.origin, name);
+  let connectOut: string;
+  if (args.length === 0) {
+    const once = await connectUserScopeOnce();
+    mkdirSync(env.CLAUDE_CONFIG_DIR!, { recursive: true });
+    for (const file of USER_SCOPE_FILES) copyFileSync(join(once.configDir, file), join(env.CLAUDE_CONFIG_DIR!, file));
+    connectOut = once.connectOut;
+  } else {
+    const c = await batonConnect(suite.setup.configPath, ['claude', ...args], { env, cwd });
+    assert.equal(c.code, 0, `connect failed:\n${c.stdout}\n${c.stderr}`);
+    connectOut = c.stdout;
+  }
+  return { delegation, env, connectOut, settings: join(env.CLAUDE_CONFIG_DIR!, 'settings.json') };
 }
 
 const claudeP = (env: NodeJS.ProcessEnv, cwd = suite.setup.project) =>

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ConnectError, type Plan, runPlan } from '../../src/faces/hub/clients.ts';
-import { bins, REPO_ROOT } from '../support/bins.ts';
+import { bins, NODE_CACHE_ENV, REPO_ROOT } from '../support/bins.ts';
 import { batonConnect, CLIENT_TOKENS, clientPath, run } from '../support/connect.ts';
 import { writeHubConfig } from '../support/hub.ts';
 import { tempDir } from '../support/tmp.ts';
@@ -33,6 +33,9 @@ function setup(t: Parameters<typeof tempDir>[0], callers: readonly string[] = Ob
   writeFileSync(configPath, JSON.stringify(config));
   const env: NodeJS.ProcessEnv = {
     PATH: clientPath(dir),
+    // baton and the Node clients (Codex's launcher, Gemini CLI) reuse the suite's compiled code instead of a cold
+    // cache in each fresh HOME.
+    ...NODE_CACHE_ENV,
     HOME: home,
     XDG_CONFIG_HOME: join(home, '.config'),
     XDG_DATA_HOME: join(home, '.local', 'share'),

@@ -13,15 +13,32 @@ import { call, connectCaller } from '../support/hub.ts';
 
 const suite = connectSuite('gemini');
 
+/**
+ * `baton connect gemini` runs once, into a home of its own; each test's Gemini CLI gets a copy of the settings it wrote
+ * (a run without trust removes that from its copy), so the connect and its `gemini mcp add` are not repeated.
+ */
+let connection: Promise<{ connectOut: string; settingsText: string }> | undefined;
+function connectOnce() {
+  connection ??= (async () => {
+    const home = join(suite.dir, 'connected', 'home');
+    const env = { ...geminiEnv(home, { baseUrl: 'http://127.0.0.1:9' }), PATH: suite.PATH, ...tokenEnv('gemini') };
+    const c = await batonConnect(suite.setup.configPath, ['gemini'], { env, cwd: suite.setup.project });
+    assert.equal(c.code, 0, `connect failed:\n${c.stdout}\n${c.stderr}`);
+    return { connectOut: c.stdout, settingsText: readFileSync(join(home, '.gemini', 'settings.json'), 'utf8') };
+  })();
+  return connection;
+}
+
 async function connected(t: TestContext, name: string) {
   const delegation = new Delegation(suite.setup.project);
   const mock = await startGeminiMock(delegation.gemini);
   t.after(() => mock.close());
   const home = join(suite.dir, name, 'home');
   const env: NodeJS.ProcessEnv = { ...geminiEnv(home, mock), PATH: suite.PATH, ...tokenEnv('gemini') };
-  const c = await batonConnect(suite.setup.configPath, ['gemini'], { env, cwd: suite.setup.project });
-  assert.equal(c.code, 0, `connect failed:\n${c.stdout}\n${c.stderr}`);
-  return { delegation, env, connectOut: c.stdout, settings: join(home, '.gemini', 'settings.json') };
+  const { connectOut, settingsText } = await connectOnce();
+  const settings = join(home, '.gemini', 'settings.json');
+  writeFileSync(settings, settingsText, { mode: 0o600 });
+  return { delegation, env, connectOut, settings };
 }
 
 const geminiP = (env: NodeJS.ProcessEnv) =>

@@ -14,9 +14,17 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { call, connectCaller, followToEnd, startHub, TEST_CALLERS, waitForEvent } from '../support/hub.ts';
+import {
+  call,
+  connectCaller,
+  followToEnd,
+  type RunningHub,
+  startHub,
+  TEST_CALLERS,
+  waitForEvent,
+} from '../support/hub.ts';
 import { acpScript, SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
-import { tempDir } from '../support/tmp.ts';
+import { fileHooks, tempDir } from '../support/tmp.ts';
 
 type Ev = Record<string, unknown>;
 
@@ -28,24 +36,33 @@ async function invalidParams(client: Client, name: string, args: Record<string, 
   );
 }
 
-async function liveHub(t: Parameters<typeof tempDir>[0], extra: Record<string, Record<string, unknown>> = {}) {
-  const dir = tempDir(t, 'baton-hub-live-');
-  const work = join(dir, 'work');
-  mkdirSync(work);
-  const hub = await startHub(t, {
-    dir,
-    roots: [work],
-    agents: {
-      scripted: { kind: 'acp', command: [process.execPath, SCRIPTED_ACP_AGENT], cancelGraceMs: 1_000 },
-      ...extra,
-    },
-    callers: {
-      alice: { token: TEST_CALLERS.alice },
-      bob: { token: TEST_CALLERS.bob, agents: ['scripted'] },
-    },
-    limits: { hardTimeoutMs: 60_000 },
-  });
-  return { work, hub, alice: await connectCaller(t, hub, 'alice'), bob: await connectCaller(t, hub, 'bob') };
+/**
+ * The file's one hub (its tests use tasks of their own, in dirs of their own where they run side by side): the scripted
+ * agent, and a ghost agent whose binary is missing for agent_agents.
+ */
+let shared: Promise<{ work: string; hub: RunningHub; alice: Client; bob: Client }> | undefined;
+function liveHub() {
+  shared ??= (async () => {
+    const dir = tempDir(fileHooks, 'baton-hub-live-');
+    const work = join(dir, 'work');
+    mkdirSync(work);
+    const hub = await startHub(fileHooks, {
+      dir,
+      roots: [work],
+      agents: {
+        scripted: { kind: 'acp', command: [process.execPath, SCRIPTED_ACP_AGENT], cancelGraceMs: 1_000 },
+        ghost: { kind: 'acp', command: ['baton-test-no-such-agent'] },
+      },
+      callers: {
+        alice: { token: TEST_CALLERS.alice },
+        bob: { token: TEST_CALLERS.bob, agents: ['scripted'] },
+      },
+      limits: { hardTimeoutMs: 60_000 },
+    });
+    const [alice, bob] = [await connectCaller(fileHooks, hub, 'alice'), await connectCaller(fileHooks, hub, 'bob')];
+    return { work, hub, alice, bob };
+  })();
+  return shared;
 }
 
 /** A project dir of its own (tasks in one dir share a workspace lock and would run one after another). */
@@ -55,8 +72,9 @@ function project(work: string, name: string): string {
   return dir;
 }
 
-test('live answer: message events while the round runs, unfinished lines held back, partial agent_result', async (t) => {
-  const { work, alice } = await liveHub(t);
+test('live answer: message events while the round runs, unfinished lines held back, partial agent_result', async () => {
+  const { work: root, alice } = await liveHub();
+  const work = project(root, 'live');
   const key = 'sk-proj-Zq81Xw92Lm47Pn35Ty06';
   const run = await call<{ taskId: string }>(alice, 'agent_run', {
     agent: 'scripted',
@@ -93,8 +111,8 @@ test('live answer: message events while the round runs, unfinished lines held ba
   assert.ok(kinds.lastIndexOf('message') < kinds.lastIndexOf('lifecycle'));
 });
 
-test('agent_wait over several tasks wakes on the first with news and names it; bad lists are refused', async (t) => {
-  const { work, alice, bob } = await liveHub(t);
+test('agent_wait over several tasks wakes on the first with news and names it; bad lists are refused', async () => {
+  const { work, alice, bob } = await liveHub();
   const start = async (name: string) => {
     const cwd = project(work, name);
     const { taskId } = await call<{ taskId: string }>(alice, 'agent_run', {
@@ -149,9 +167,11 @@ test('agent_wait over several tasks wakes on the first with news and names it; b
   for (const { cwd } of [a, c]) writeFileSync(join(cwd, 'go'), '');
 });
 
-test('timeoutSeconds: above the operator limit is refused naming it; within it, it ends the round', async (t) => {
-  const { work, alice } = await liveHub(t);
+test('timeoutSeconds: above the operator limit is refused naming it; within it, it ends the round', async () => {
+  const { work: root, alice } = await liveHub();
+  const work = project(root, 'timeout');
   const base = { agent: 'scripted', prompt: acpScript([{ waitFor: 'never' }]), cwd: work };
+  const tasksBefore = (await call<{ tasks: unknown[] }>(alice, 'agent_list', {})).tasks.length;
   await invalidParams(
     alice,
     'agent_run',
@@ -159,7 +179,7 @@ test('timeoutSeconds: above the operator limit is refused naming it; within it, 
     /timeoutSeconds: 61 is above this hub's limit of 60 s/,
   );
   const list = await call<{ tasks: unknown[] }>(alice, 'agent_list', {});
-  assert.equal(list.tasks.length, 0, 'nothing was created');
+  assert.equal(list.tasks.length, tasksBefore, 'nothing was created');
 
   const run = await call<{ taskId: string }>(alice, 'agent_run', {
     ...base,
@@ -181,10 +201,8 @@ test('timeoutSeconds: above the operator limit is refused naming it; within it, 
   );
 });
 
-test('agent_agents: the reachable agents with version, models and efforts; a missing binary is reported', async (t) => {
-  const { alice, bob } = await liveHub(t, {
-    ghost: { kind: 'acp', command: ['baton-test-no-such-agent'] },
-  });
+test('agent_agents: the reachable agents with version, models and efforts; a missing binary is reported', async () => {
+  const { alice, bob } = await liveHub();
   const seen = await call<{ agents: Ev[] }>(alice, 'agent_agents', {});
   const byName = Object.fromEntries(seen.agents.map((a) => [a.name, a]));
   assert.deepEqual(Object.keys(byName).sort(), ['ghost', 'scripted']);

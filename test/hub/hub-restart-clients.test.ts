@@ -18,10 +18,10 @@ import type { RecordedRequest } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
 import { batonConnect, CLIENT_TOKENS, clientPath, tokenEnv } from '../support/connect.ts';
 import { DELEGATE_ANSWER, Delegation, FINAL_PREFIX } from '../support/delegation.ts';
-import { type HubSetup, startHub } from '../support/hub.ts';
+import { type HubSetup, type RunningHub, startHub } from '../support/hub.ts';
 import { freePort } from '../support/mcp-v2.ts';
 import { scriptedAgentSetup } from '../support/scripted-agent.ts';
-import { tempDir } from '../support/tmp.ts';
+import { fileHooks, tempDir } from '../support/tmp.ts';
 
 const PROMPT = 'Hand this task to the scripted agent through baton.';
 
@@ -36,10 +36,28 @@ function sessionsOf(stateDir: string, caller: string): string[] {
   }
 }
 
-async function hubSetup(dir: string): Promise<HubSetup> {
-  const { work, entry } = scriptedAgentSetup(dir);
-  const callers = Object.fromEntries(Object.entries(CLIENT_TOKENS).map(([c, token]) => [c, { token }]));
-  return { dir, roots: [work], agents: { scripted: entry }, callers, port: await freePort() };
+/**
+ * The file's one hub, on a fixed port so a restart keeps its address. Each test restarts it under its client and
+ * leaves the new one running for the next (cleanups are the file's, so a restarted hub is stopped at the end too).
+ */
+let shared: Promise<{ setup: HubSetup; hub: RunningHub }> | undefined;
+function sharedHub() {
+  shared ??= (async () => {
+    const dir = tempDir(fileHooks, 'baton-restart-');
+    const { work, entry } = scriptedAgentSetup(dir);
+    const callers = Object.fromEntries(Object.entries(CLIENT_TOKENS).map(([c, token]) => [c, { token }]));
+    const setup: HubSetup = { dir, roots: [work], agents: { scripted: entry }, callers, port: await freePort() };
+    return { setup, hub: await startHub(fileHooks, setup) };
+  })();
+  return shared;
+}
+
+/** Stops the shared hub and starts it again on the same address. */
+async function restart(): Promise<RunningHub> {
+  const state = await sharedHub();
+  await state.hub.stop();
+  state.hub = await startHub(fileHooks, state.setup);
+  return state.hub;
 }
 
 /**
@@ -60,9 +78,9 @@ class Turns {
 
 test('a long-lived Codex app-server delegates, the hub restarts, and the same process delegates again', async (t) => {
   const dir = tempDir(t, 'baton-restart-codex-');
-  const setup = await hubSetup(dir);
+  const { setup, hub: running } = await sharedHub();
   const project = setup.roots[0]!;
-  let hub = await startHub(t, setup);
+  let hub = running;
 
   const turns = new Turns(project, 2);
   const mock = await ResponsesMock.start((req: RecordedRequest) => {
@@ -118,8 +136,7 @@ test('a long-lived Codex app-server delegates, the hub restarts, and the same pr
   await delegate(0);
   const before = sessionsOf(hub.stateDir, 'codex');
   assert.ok(before.length >= 1, 'the client holds a 2025-era session');
-  await hub.stop();
-  hub = await startHub(t, setup);
+  hub = await restart();
   await delegate(1);
   assert.equal(group.child.exitCode, null, 'the same Codex process');
   // Its session id went on working after the restart: the client never had to initialize again.
@@ -128,9 +145,9 @@ test('a long-lived Codex app-server delegates, the hub restarts, and the same pr
 
 test('a long-lived Gemini CLI (ACP) delegates, the hub restarts, and the same process delegates again', async (t) => {
   const dir = tempDir(t, 'baton-restart-gemini-');
-  const setup = await hubSetup(dir);
+  const { setup, hub: running } = await sharedHub();
   const project = setup.roots[0]!;
-  let hub = await startHub(t, setup);
+  let hub = running;
 
   const turns = new Turns(project, 2);
   const mock = await startGeminiMock((req: RecordedRequest) => {
@@ -185,8 +202,7 @@ test('a long-lived Gemini CLI (ACP) delegates, the hub restarts, and the same pr
   await delegate(0);
   const before = sessionsOf(hub.stateDir, 'gemini');
   assert.ok(before.length >= 1, 'the client holds a 2025-era session');
-  await hub.stop();
-  hub = await startHub(t, setup);
+  hub = await restart();
   await delegate(1);
   assert.equal(group.child.exitCode, null, 'the same Gemini CLI process');
   // Its session id went on working after the restart: the client never had to initialize again.

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { REPO_ROOT } from '../support/bins.ts';
 import {
   batonHome,
@@ -22,7 +23,7 @@ import {
 } from '../support/hub.ts';
 import { until } from '../support/poll.ts';
 import { acpScript, SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
-import { tempDir } from '../support/tmp.ts';
+import { fileHooks, tempDir } from '../support/tmp.ts';
 
 const BATON = join(REPO_ROOT, 'bin', 'baton.js');
 
@@ -55,14 +56,30 @@ const agents = (dir: string) => ({
   },
 });
 
+/**
+ * The file's one hub (its first start: the stop test stops it and starts it again): the scripted agent, and a ghost
+ * agent whose binary is missing.
+ */
+let shared:
+  | Promise<{ dir: string; work: string; ghost: string; hub: RunningHub; cli: string; alice: Client }>
+  | undefined;
+function operatorHub() {
+  shared ??= (async () => {
+    const dir = tempDir(fileHooks, 'baton-operator-cli-');
+    const work = join(dir, 'work');
+    mkdirSync(work);
+    const ghost = join(dir, 'no-such-agent');
+    const hub = await startHub(fileHooks, { dir, roots: [work], agents: withGhost(dir, ghost) });
+    return { dir, work, ghost, hub, cli: cliConfigFor(dir, hub), alice: await connectCaller(fileHooks, hub, 'alice') };
+  })();
+  return shared;
+}
+
+const withGhost = (dir: string, ghost: string) => ({ ...agents(dir), ghost: { kind: 'acp', command: [ghost] } });
+
 test('baton tasks: newest first, --limit/--all validated, local times, --json, tail and result exit codes in a pipe and a terminal', async (t) => {
-  const dir = tempDir(t, 'baton-operator-cli-');
-  const work = join(dir, 'work');
-  mkdirSync(work);
-  const hub = await startHub(t, { dir, roots: [work], agents: agents(dir) });
-  const cli = cliConfigFor(dir, hub);
+  const { dir, work, hub, cli, alice } = await operatorHub();
   const run = (args: string[], env?: NodeJS.ProcessEnv) => baton(dir, cli, args, env);
-  const alice = await connectCaller(t, hub, 'alice');
   const bob = await connectCaller(t, hub, 'bob');
 
   const finished = async (client: typeof alice, key: string, steps: unknown[]) => {
@@ -232,14 +249,7 @@ test('baton tasks: newest first, --limit/--all validated, local times, --json, t
 });
 
 test('baton stop refuses while a task runs, --force names what it interrupted, and the task reads as interrupted', async (t) => {
-  const dir = tempDir(t, 'baton-stop-');
-  const work = join(dir, 'work');
-  mkdirSync(work);
-  const ghost = join(dir, 'no-such-agent');
-  const withGhost = { ...agents(dir), ghost: { kind: 'acp', command: [ghost] } };
-  const hub = await startHub(t, { dir, roots: [work], agents: withGhost });
-  const cli = cliConfigFor(dir, hub);
-  const alice = await connectCaller(t, hub, 'alice');
+  const { dir, work, ghost, hub, cli, alice } = await operatorHub();
 
   // A missing binary reads the same in the hub's preflight and in the error of a task that tried it
   // (rule: missing-binary; doctor's and the probes' wording is asserted in doctor.test.ts).
@@ -280,7 +290,7 @@ test('baton stop refuses while a task runs, --force names what it interrupted, a
   await until(() => hub.group.child.exitCode !== null, { what: 'the hub to exit' });
 
   // After a restart the task is interrupted: tail exits 5.
-  const again = await startHub(t, { dir, roots: [work], agents: withGhost });
+  const again = await startHub(t, { dir, roots: [work], agents: withGhost(dir, ghost) });
   const cli2 = cliConfigFor(dir, again);
   const tailed = await baton(dir, cli2, ['tasks', 'tail', taskId]);
   assert.equal(tailed.code, 5, tailed.stdout + tailed.stderr);

@@ -28,7 +28,7 @@ import {
 } from '../support/hub.ts';
 import { pidAlive, until } from '../support/poll.ts';
 import { scriptedAgentSetup } from '../support/scripted-agent.ts';
-import { tempDir } from '../support/tmp.ts';
+import { fileHooks, tempDir } from '../support/tmp.ts';
 
 const CDP_TIMEOUT_MS = 30_000;
 /** How long a page may take to show what a test waits for (a round to run, the list to refresh) on a loaded machine. */
@@ -224,6 +224,13 @@ async function launchChromium(t: { after: (fn: () => Promise<unknown>) => void }
   return cdp;
 }
 
+let chromium: Promise<Cdp> | undefined;
+/** The file's one headless Chromium: every tab opens in a browser context of its own (its own cookie jar). */
+function sharedChromium(): Promise<Cdp> {
+  chromium ??= launchChromium(fileHooks, tempDir(fileHooks, 'baton-ux-chromium-'));
+  return chromium;
+}
+
 /** A prompt for the scripted agent; `note` is ignored by it and only there to be shown. */
 const script = (steps: unknown[], note = '') => JSON.stringify({ steps, note });
 
@@ -287,7 +294,7 @@ test('dashboard in headless Chromium: login, list, prompt, answer, live state, g
   assert.equal(foreign.status, 403);
   assert.equal(foreign.headers.get('set-cookie'), null);
 
-  const cdp = await launchChromium(t, dir);
+  const cdp = await sharedChromium();
   const tab = await cdp.tab();
   await tab.goto(`${hub.url}/ui`);
   await tab.login('not-the-control-token');
@@ -496,7 +503,7 @@ test('baton ui: a one-time login link that works once, and never the token in a 
   });
   assert.equal(refused.status, 401);
 
-  const cdp = await launchChromium(t, dir);
+  const cdp = await sharedChromium();
   const first = await cdp.tab();
   await first.goto(link);
   assert.equal(await first.eval('location.pathname'), '/ui', 'the code is gone from the address bar');

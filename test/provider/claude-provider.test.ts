@@ -265,7 +265,6 @@ test('limits: wait_ms over 60,000 is -32602; a relative cwd is refused; the 9th 
     (err: { code?: number; message?: string }) => err.code === -32602 && /absolute/.test(err.message ?? ''),
   );
   const gate = new Gate();
-  const seen = mock.messageRequests.length;
   for (let i = 0; i < 8; i++) mock.push({ kind: 'stall', gate });
   const ids: string[] = [];
   for (let i = 0; i < 8; i++) {
@@ -275,9 +274,13 @@ test('limits: wait_ms over 60,000 is -32602; a relative cwd is refused; the 9th 
   const ninth = await call('claude-start', { prompt: 'one too many', cwd: workspace });
   assert.equal(ninth.isError, true);
   assert.match(textOf(ninth), /8 jobs are already running/);
-  await mock.waitForMessages(() => mock.messageRequests.length >= seen + 8, 60_000);
-  await Promise.all(ids.map((jobId) => call('claude-cancel', { jobId })));
+  // A review is active from its start, whether or not its Claude has reached the model yet: the eight are cancelled
+  // at once rather than after eight full Claude start-ups (a cancel returns once the review's process group is gone).
+  const cancelled = await Promise.all(ids.map((jobId) => call('claude-cancel', { jobId })));
+  for (const res of cancelled) assert.equal((res.structuredContent as { state: string }).state, 'cancelled');
   gate.open();
+  // A Claude stopped before it asked the model leaves its step unused; it must not answer the next test.
+  mock.script.clear();
 });
 
 test('Tasks extension (2026-07-28): claude_code becomes a task with the blocking answer; tasks/cancel stops one', async () => {

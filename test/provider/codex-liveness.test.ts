@@ -52,28 +52,37 @@ const peek = async (c: Connected) => (await c.call('codex-peek', {})).structured
 
 test('idle deadline: -32001 for that call only, progress never refreshes it, the connection stays up', async () => {
   const conn = await connect(['--codex_idle_timeout', '2', '--codex_progress_heartbeat', '0.2']);
-  const progress: Array<{ at: number; message: string }> = [];
+  const progress: Array<{ message: string }> = [];
   const { gate } = stall();
   const started = Date.now();
+  let ended = 0;
   await assert.rejects(
     conn.client.callTool(
       { name: 'codex', arguments: { prompt: 'hang', sandbox: 'read-only', cwd: layout.workspace } },
       {
-        onprogress: (p) => progress.push({ at: Date.now(), message: p.message ?? '' }),
+        onprogress: (p) => progress.push({ message: p.message ?? '' }),
         timeout: 120_000,
       },
     ),
-    (err: unknown) => err instanceof ProtocolError && err.code === -32001 && /idle/.test(err.message),
+    (err: unknown) => {
+      ended = Date.now();
+      return err instanceof ProtocolError && err.code === -32001 && /idle/.test(err.message);
+    },
   );
-  assert.ok(Date.now() - started >= 2_000, 'not before the idle bound');
+  assert.ok(ended - started >= 2_000, 'not before the idle bound');
   assert.equal(progress[0]?.message, 'Codex: started', 'first status at once');
   assert.ok(
     progress.some((p) => /^Codex: still running \(last event \d+ s ago\)$/.test(p.message)),
     JSON.stringify(progress),
   );
-  for (let i = 1; i < progress.length; i++) {
-    assert.ok(progress[i]!.at - progress[i - 1]!.at >= 900, 'at most one progress notification per second');
-  }
+  // At most one notification per second, counted over the whole call rather than timed between arrivals (a loaded
+  // machine can deliver two sent a second apart back to back): every one was sent after the call went out and before
+  // its error came back, at least a second after the one before it, so n of them need n - 1 seconds of that window.
+  const windowMs = ended - started;
+  assert.ok(
+    progress.length <= 1 + Math.floor(windowMs / 1_000),
+    `at most one progress notification per second: ${progress.length} in ${windowMs} ms`,
+  );
   // The turn was interrupted: its row goes away without being abandoned; late output changes nothing.
   await until(() => peek(conn), {
     what: 'the interrupted turn to settle',

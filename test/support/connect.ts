@@ -4,12 +4,12 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { after, before, type TestContext } from 'node:test';
+import { before, type TestContext } from 'node:test';
 import { tokenEnvName } from '../../src/faces/hub/examples.ts';
 import { bins, REPO_ROOT } from './bins.ts';
 import { type Ran, type RunningHub, startHub, writeCliConfig } from './hub.ts';
 import { SCRIPTED_ACP_AGENT } from './scripted-agent.ts';
-import { tempDir } from './tmp.ts';
+import { fileHooks, tempDir } from './tmp.ts';
 
 export const CLIENT_TOKENS = {
   claude: 'claude-token-0123456789abcdef0123456789abcdef',
@@ -26,17 +26,6 @@ export interface ConnectHub {
   /** The one authorised root, used as the client's project dir. */
   project: string;
 }
-
-// One hub per test file: cleanups registered from a `before` hook run, newest first, when the file's tests are done
-// (node:test hooks registered while a hook runs would fire too early).
-const cleanups: Array<() => unknown> = [];
-after(async () => {
-  for (const fn of cleanups.reverse()) await fn();
-});
-export const fileHooks = { after: (fn: () => unknown) => void cleanups.push(fn) } as unknown as Pick<
-  TestContext,
-  'after'
->;
 
 export async function startConnectHub(t: Pick<TestContext, 'after'>, dir: string): Promise<ConnectHub> {
   const project = join(dir, 'project');

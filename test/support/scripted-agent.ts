@@ -3,7 +3,8 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const SCRIPTED_ACP_AGENT = fileURLToPath(new URL('../fixtures/acp-test-agent.ts', import.meta.url));
+/** Its plain-JS entry, which turns on Node's compile cache before loading the TypeScript agent (see the file). */
+export const SCRIPTED_ACP_AGENT = fileURLToPath(new URL('../fixtures/acp-test-agent.mjs', import.meta.url));
 
 /** A prompt the scripted agent runs step by step (see the fixture's header for the steps). */
 export const acpScript = (steps: unknown[]) => JSON.stringify({ steps });

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { TestContext } from 'node:test';
+import { after, type TestContext } from 'node:test';
 
 /** A private temp dir removed when the test (or suite) ends. */
 export function tempDir(t: Pick<TestContext, 'after'>, prefix = 'baton-test-'): string {
@@ -9,3 +9,14 @@ export function tempDir(t: Pick<TestContext, 'after'>, prefix = 'baton-test-'): 
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
+
+// Cleanups of what a file shares across its tests (one hub per file): registered from a `before` hook or a test, they
+// run, newest first, when the file's tests are done (node:test hooks registered while a hook runs would fire too early).
+const cleanups: Array<() => unknown> = [];
+after(async () => {
+  for (const fn of cleanups.reverse()) await fn();
+});
+export const fileHooks = { after: (fn: () => unknown) => void cleanups.push(fn) } as unknown as Pick<
+  TestContext,
+  'after'
+>;

@@ -6,6 +6,7 @@ import { captureCommand } from '../../lib/capture.ts';
 import type { Logger } from '../../lib/log.ts';
 import { findVersion } from '../../lib/version.ts';
 import type { Agent, AgentContext, AgentProbe, OpenSessionOptions, ProbeRequest } from '../agent.ts';
+import { NO_RELAUNCH } from '../gemini/no-relaunch.ts';
 import type { AcpConfig } from './config.ts';
 import { VERSION_FLAG_BINARIES } from './presets.ts';
 import { AcpProcess, agentEnvironment, resolveBinary } from './process.ts';
@@ -132,7 +133,7 @@ export class AcpAgent implements Agent {
 
   private async versionFlag(binary: string): Promise<string | undefined> {
     const out = await captureCommand([binary, '--version'], {
-      env: agentEnvironment(this.config.env),
+      env: { ...agentEnvironment(this.config.env), [NO_RELAUNCH]: 'true' },
       timeoutMs: VERSION_PROBE_TIMEOUT_MS,
       maxChars: VERSION_OUTPUT_MAX_CHARS,
     });

@@ -19,6 +19,7 @@ import {
 } from '../agent.ts';
 import { type CliOutcome, runCli } from '../cli-process.ts';
 import { canonicalGeminiDir, GeminiHome } from './home.ts';
+import { NO_RELAUNCH } from './no-relaunch.ts';
 
 /**
  * Sandbox modes an operator can choose: `auto` lets the CLI pick its container runtime (docker, podman, or
@@ -108,7 +109,7 @@ export class GeminiAgent implements Agent {
     const [command, ...prefix] = this.argvPrefix;
     const base: AgentProbe = { name: this.name, kind: this.kind, available: false, binary: this.argvPrefix.join(' ') };
     const version = await captureCommand([command!, ...prefix, '--version'], {
-      env: this.childEnv(),
+      env: { ...this.childEnv(), [NO_RELAUNCH]: 'true' },
       timeoutMs: 20_000,
     });
     if (version.error || version.code !== 0) {
