@@ -29,6 +29,7 @@ const SLOW_HINT = [
   'test/browser/browser-provider.test.ts',
   'test/hub/hub-acp-real.test.ts',
   'test/attach/opencode-agent.test.ts',
+  'test/attach/opencode-user-server.test.ts',
   'test/hub/ux-dashboard.test.ts',
   'test/package/pack-install.test.ts',
   'test/agents/acp-opencode.test.ts',

@@ -1,6 +1,6 @@
 // The ACP adapter against the scripted ACP test agent (a real child process speaking ACP v1 through the SDK).
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { AcpAgent, acpConfigSchema, ResumeUnsupportedError } from '../../src/agents/acp/index.ts';
@@ -436,6 +436,35 @@ describe('ACP adapter with the scripted test agent', () => {
       missing.openSession({ cwd: h.cwd, sandbox: 'read-only', signal: new AbortController().signal }),
       /not found on PATH or in the usual install places; install it or set its path in the agent.s config/,
     );
+  });
+
+  test('a known CLI answers --version; the catalog probe starts it once and takes the version from initialize', async (t) => {
+    const h = harness(t);
+    // The scripted agent under a known CLI's name: a wrapper that answers --version itself (and leaves a marker).
+    const bin = join(h.stateDir, 'bin');
+    mkdirSync(bin);
+    const marker = join(h.stateDir, 'version-flag-asked');
+    const dsh = join(bin, 'dsh');
+    writeFileSync(
+      dsh,
+      `#!/bin/sh\nif [ "$1" = --version ]; then : > '${marker}'; echo 'dsh 1.2.3'; exit 0; fi\nexec '${process.execPath}' '${SCRIPTED_ACP_AGENT}' "$@"\n`,
+      { mode: 0o755 },
+    );
+    const agent = new AcpAgent(
+      'dsh',
+      { command: [dsh, 'acp'], env: { ACP_TEST_AGENT_RECORD: h.recordFile } },
+      { logger: silentLogger },
+    );
+    const plain = await agent.probe();
+    assert.deepEqual([plain.available, plain.version], [true, '1.2.3']);
+    assert.equal(existsSync(marker), true);
+    assert.equal(h.records().filter((r) => r.event === 'start').length, 0, 'the plain probe started no agent');
+
+    rmSync(marker);
+    const catalog = await agent.probe({ catalog: true });
+    assert.deepEqual([catalog.available, catalog.version, catalog.models], [true, '9.8.7', ['alpha', 'beta']]);
+    assert.equal(existsSync(marker), false, 'no second start for --version');
+    assert.equal(h.records().filter((r) => r.event === 'start').length, 1);
   });
 
   test('config is strict and the kind is registered', () => {

@@ -1,12 +1,12 @@
 // The OpenCode hub agent (AG-3) against the real `opencode serve` baton starts itself, pointed at the suite's
-// chat-completions mock: text, tool lifecycle, usage, cancel (abort) and resume of a saved session.
+// chat-completions mock: text, tool lifecycle, usage, cancel (abort) and resume of a saved session. The agent on a server
+// the user runs (`serverUrl`) shares that file's warm server in opencode-user-server.test.ts.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { AgentEvent } from '../../src/agents/agent.ts';
-import { startOpenCodeServer } from '../../src/agents/opencode/serve.ts';
 import { createAgent } from '../../src/agents/registry.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { type ChatMock, opencodeEnv, startChatMock } from '../mock-models/chat-completions.ts';
@@ -153,52 +153,5 @@ describe('opencode hub agent (AG-3)', () => {
     const history = JSON.stringify((mock.mainCalls().at(-1)!.body as { messages: unknown }).messages);
     assert.match(history, /read the notes/, 'the resumed session carries the earlier rounds');
     await resumed.close();
-  });
-});
-
-describe('opencode hub agent on a server the user runs (AG-3)', () => {
-  test('probe checks health and a round runs in that server, in the task directory', async (t) => {
-    const userRoot = mkdtempSync(join(tmpdir(), 'baton-oc-user-'));
-    const userMock = await startChatMock({ type: 'text', chunks: ['from the user server'] });
-    const server = await startOpenCodeServer({
-      binary: bins.opencode(),
-      env: opencodeEnv(userRoot, userMock),
-      cwd: userRoot,
-    });
-    const saved = { password: process.env.OPENCODE_SERVER_PASSWORD, username: process.env.OPENCODE_SERVER_USERNAME };
-    process.env.OPENCODE_SERVER_PASSWORD = server.password;
-    process.env.OPENCODE_SERVER_USERNAME = server.username;
-    t.after(async () => {
-      if (saved.password === undefined) delete process.env.OPENCODE_SERVER_PASSWORD;
-      else process.env.OPENCODE_SERVER_PASSWORD = saved.password;
-      if (saved.username === undefined) delete process.env.OPENCODE_SERVER_USERNAME;
-      else process.env.OPENCODE_SERVER_USERNAME = saved.username;
-      await server.stop();
-      await userMock.close();
-      rmSync(userRoot, { recursive: true, force: true });
-    });
-    const remote = createAgent(
-      'remote',
-      { kind: 'opencode', binary: bins.opencode(), serverUrl: server.url },
-      { stateDir: join(userRoot, 'state'), logger: silentLogger },
-    );
-    const probe = await remote.probe();
-    assert.equal(probe.available, true);
-    assert.equal(probe.version, server.version);
-    const session = await remote.openSession({
-      cwd: userRoot,
-      sandbox: 'workspace-write',
-      signal: new AbortController().signal,
-    });
-    const events = await collect(session.turn('hello', { signal: new AbortController().signal }));
-    assert.deepEqual(events.at(-1), { kind: 'end', outcome: 'succeeded' });
-    assert.deepEqual(
-      events.filter((e) => e.kind === 'message'),
-      [{ kind: 'message', text: 'from the user server' }],
-    );
-    const listed = await server.client.listSessions({ directory: userRoot });
-    assert.ok(listed.some((s) => s.id === session.id));
-    await session.close();
-    assert.equal((await server.client.health()).healthy, true, 'closing the session leaves the user server running');
   });
 });

@@ -1,6 +1,6 @@
 // The registrar on a host-owned MCP SDK v2 McpServer that already has its own tools, through the official SDK v2 client
 // over an in-memory transport. Harness connections here are in-memory fakes (this file says so); the real servers are used in
-// attach-opencode.test.ts.
+// opencode-user-server.test.ts.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';

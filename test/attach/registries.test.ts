@@ -1,5 +1,5 @@
 // Unit tests of the attach registries. Connections here are in-memory fakes (this file says so): the real OpenCode and
-// Codex servers are exercised in attach-opencode.test.ts and attach-codex.test.ts.
+// Codex servers are exercised in opencode-user-server.test.ts and attach-codex.test.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {

@@ -175,6 +175,10 @@ const OPENCODE_PLUGIN_VERSION = '1.18.33';
  * dir already has a `node_modules/` and a `package-lock.json` whose root lists the package. The config dir is seeded
  * with exactly that, so opencode sees nothing to install and stays offline (tests assert no install happened).
  * `stateRoot` (XDG data/cache/state) may be shared by several runs in one file.
+ *
+ * The online model catalog is empty (OPENCODE_MODELS_PATH names a `{}` file): offline, opencode otherwise decodes the
+ * models.dev snapshot built into the binary (hundreds of providers) in every process, about a third of the CPU of a
+ * start and first message. The mock provider and its models come from the inline config either way.
  */
 export function opencodeEnv(root: string, mock: Pick<ChatMock, 'baseUrl'>, stateRoot = root): Record<string, string> {
   const dirs = {
@@ -186,11 +190,14 @@ export function opencodeEnv(root: string, mock: Pick<ChatMock, 'baseUrl'>, state
   };
   for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true, mode: 0o700 });
   seedOpencodeConfigDir(join(dirs.XDG_CONFIG_HOME, 'opencode'));
+  const models = join(root, 'models-catalog.json');
+  writeFileSync(models, '{}');
   return {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     ...dirs,
     OPENCODE_CONFIG_CONTENT: JSON.stringify(opencodeConfig(mock)),
     OPENCODE_DISABLE_MODELS_FETCH: '1',
+    OPENCODE_MODELS_PATH: models,
     OPENCODE_DISABLE_AUTOUPDATE: '1',
     OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
     OPENCODE_DISABLE_SHARE: '1',

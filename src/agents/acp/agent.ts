@@ -43,19 +43,22 @@ export class AcpAgent implements Agent {
 
   /**
    * Rule `free-probes`: binary and version without spending inference. Known CLIs answer `--version`; any other ACP
-   * agent is started and asked `initialize` (its agentInfo.version), then stopped.
+   * agent is started and asked `initialize` (its agentInfo.version), then stopped. A catalog probe opens a session
+   * anyway, so its `initialize` names the version and `--version` (a second start of the agent) is asked only when it
+   * does not, or when no session could be opened.
    */
   async probe(request: ProbeRequest = {}): Promise<AgentProbe> {
     const base: AgentProbe = { name: this.name, kind: this.kind, available: false, login: 'unknown' };
     const command = this.config.command[0]!;
     const binary = resolveBinary(command, agentEnvironment(this.config.env));
     if (!binary) return { ...base, binary: command, detail: binaryNotFound(command) };
-    let version = VERSION_FLAG_BINARIES.has(basename(command)) ? await this.versionFlag(binary) : undefined;
+    const versionFlag = () =>
+      VERSION_FLAG_BINARIES.has(basename(command)) ? this.versionFlag(binary) : Promise.resolve(undefined);
     if (request.catalog) {
       // The models and efforts are what session/new offers: a session is opened and closed, no prompt is sent.
       try {
         const probed = await this.probeSession(process.cwd());
-        version ??= probed.version;
+        const version = probed.version ?? (await versionFlag());
         return {
           ...base,
           available: true,
@@ -66,6 +69,7 @@ export class AcpAgent implements Agent {
         };
       } catch (err) {
         // Installed but no session (often a missing login): still reported, with what failed.
+        const version = await versionFlag();
         if (version)
           return {
             ...base,
@@ -77,6 +81,7 @@ export class AcpAgent implements Agent {
         return { ...base, binary, detail: err instanceof Error ? err.message : String(err) };
       }
     }
+    let version = await versionFlag();
     if (!version) {
       try {
         version = (await this.probeSession(process.cwd(), { withSession: false })).version;

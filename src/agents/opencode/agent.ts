@@ -83,25 +83,29 @@ export class OpenCodeAgent implements Agent {
     this.ctx = ctx;
   }
 
-  /** Rule `free-probes`: binary and version (and server health when a URL is configured); never spends inference. */
+  /**
+   * Rule `free-probes`: binary and version (and server health when a URL is configured); never spends inference. A
+   * server the user runs reports its own version, so the binary is only asked (`--version`, a full OpenCode start)
+   * when the server does not answer or names no version.
+   */
   async probe(): Promise<AgentProbe> {
     const base: AgentProbe = { name: this.name, kind: this.kind, available: false, login: 'unknown' };
     const binary = this.config.binary ?? 'opencode';
-    let version: string | undefined;
-    try {
-      version = await binaryVersion(binary);
-    } catch (err) {
-      if (!this.config.serverUrl) return { ...base, binary, detail: redactError(err) };
-    }
+    const localVersion = () => binaryVersion(binary).catch(() => undefined);
     if (this.config.serverUrl) {
       try {
         const h = await this.remoteClient().health({ timeoutMs: 10_000 });
-        return { ...base, available: h.healthy === true, binary, version: h.version ?? version };
+        return { ...base, available: h.healthy === true, binary, version: h.version ?? (await localVersion()) };
       } catch (err) {
+        const version = await localVersion();
         return { ...base, binary, version, detail: `server ${this.config.serverUrl}: ${redactError(err)}` };
       }
     }
-    return { ...base, available: version !== undefined, binary, version };
+    try {
+      return { ...base, available: true, binary, version: await binaryVersion(binary) };
+    } catch (err) {
+      return { ...base, binary, detail: redactError(err) };
+    }
   }
 
   async openSession(opts: OpenSessionOptions): Promise<AgentSession> {
