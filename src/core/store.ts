@@ -705,13 +705,16 @@ export class Store {
   }
 
   // ---------------------------------------------------------------- MCP sessions (issue 14)
+  // Writes go through tx() like every other, so a full disk surfaces as StoreFullError (the hub's 507).
 
   insertMcpSession(idHash: string, caller: string, now: string): void {
-    this.stmt('INSERT INTO mcp_sessions (id_hash, caller, created_at, last_seen) VALUES (?, ?, ?, ?)').run(
-      idHash,
-      caller,
-      now,
-      now,
+    this.tx(() =>
+      this.stmt('INSERT INTO mcp_sessions (id_hash, caller, created_at, last_seen) VALUES (?, ?, ?, ?)').run(
+        idHash,
+        caller,
+        now,
+        now,
+      ),
     );
   }
 
@@ -723,11 +726,11 @@ export class Store {
   }
 
   touchMcpSession(idHash: string, now: string): void {
-    this.stmt('UPDATE mcp_sessions SET last_seen = ? WHERE id_hash = ?').run(now, idHash);
+    this.tx(() => this.stmt('UPDATE mcp_sessions SET last_seen = ? WHERE id_hash = ?').run(now, idHash));
   }
 
   deleteMcpSession(idHash: string): boolean {
-    return Number(this.stmt('DELETE FROM mcp_sessions WHERE id_hash = ?').run(idHash).changes) > 0;
+    return this.tx(() => Number(this.stmt('DELETE FROM mcp_sessions WHERE id_hash = ?').run(idHash).changes) > 0);
   }
 
   /** How many sessions the caller holds and its least recently seen one. */
@@ -741,7 +744,7 @@ export class Store {
 
   /** Drops sessions not seen since `before` (an ISO time); returns how many. */
   pruneMcpSessions(before: string): number {
-    return Number(this.stmt('DELETE FROM mcp_sessions WHERE last_seen < ?').run(before).changes);
+    return this.tx(() => Number(this.stmt('DELETE FROM mcp_sessions WHERE last_seen < ?').run(before).changes));
   }
 
   removeWorker(pgid: number): void {
