@@ -594,17 +594,22 @@ export class Store {
     const start = Math.min(Math.max(0, offset), total);
     const end = Math.min(start + pageSize, total);
     const first = Math.floor(start / RESULT_PAGE_CODE_POINTS);
+    const last = Math.floor((end - 1) / RESULT_PAGE_CODE_POINTS);
     const stored =
       end > start
         ? (
             this.stmt(
               'SELECT text FROM result_pages WHERE task_id = ? AND n = ? AND page BETWEEN ? AND ? ORDER BY page',
-            ).all(taskId, n, first, Math.floor((end - 1) / RESULT_PAGE_CODE_POINTS)) as Row[]
+            ).all(taskId, n, first, last) as Row[]
           )
             .map((r) => String(r.text))
             .join('')
         : '';
-    const text = pageText(stored, start - first * RESULT_PAGE_CODE_POINTS, end - start).text;
+    // Every stored page but the result's last holds RESULT_PAGE_CODE_POINTS code points, so their count is known and
+    // need not be walked again (a text without surrogate pairs is then cut by index alone).
+    const storedPoints =
+      end > start ? Math.min((last + 1) * RESULT_PAGE_CODE_POINTS, total) - first * RESULT_PAGE_CODE_POINTS : 0;
+    const text = pageText(stored, start - first * RESULT_PAGE_CODE_POINTS, end - start, storedPoints).text;
     return { text, offset: start, nextOffset: end, done: end >= total, total };
   }
 

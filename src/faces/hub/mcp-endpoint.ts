@@ -7,14 +7,11 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type NodeMcpRequestHandler, toNodeHandler } from '@modelcontextprotocol/node';
 import {
+  classifyInboundRequest,
   createMcpHandler,
+  type InboundHttpRequest,
   isInitializeRequest,
-  isJSONRPCErrorResponse,
-  isJSONRPCNotification,
-  isJSONRPCRequest,
-  isJSONRPCResultResponse,
   isJsonContentType,
-  isLegacyRequest,
   type JSONRPCMessage,
   type JSONRPCRequest,
   type JSONRPCResponse,
@@ -67,7 +64,7 @@ export class McpEndpoint {
   }
 
   async handle(req: IncomingMessage, res: ServerResponse, caller: string, body: unknown): Promise<void> {
-    if (await isLegacyRequest(eraProbe(req), body)) return this.legacy(req, res, caller, body);
+    if (isLegacy(req, body)) return this.legacy(req, res, caller, body);
     return this.modernFor(caller).node(req, res, body);
   }
 
@@ -229,9 +226,10 @@ export class McpEndpoint {
     key: string,
   ): Promise<void> {
     const channel = await this.channelOf(caller);
-    const requests = messages.filter(isJSONRPCRequest);
+    // The messages passed parseJSONRPCMessage: a method with an id is a request, one without is a notification.
+    const requests = messages.filter((m): m is JSONRPCRequest => 'method' in m && 'id' in m);
     for (const m of messages) {
-      if (isJSONRPCNotification(m)) {
+      if ('method' in m && !('id' in m)) {
         if (m.method === 'notifications/cancelled') channel.cancelled(key, m.params?.requestId, m.params?.reason);
         else channel.notify(m);
       }
@@ -288,7 +286,7 @@ class LegacyChannel implements Transport {
   async send(message: JSONRPCMessage): Promise<void> {
     // Only answers have somewhere to go: the hub's tools send no notifications while they run (the SDK's JSON response
     // mode drops them the same way), and there is no standalone stream.
-    if (!isJSONRPCResultResponse(message) && !isJSONRPCErrorResponse(message)) return;
+    if (!('result' in message || 'error' in message)) return;
     const p = this.pending.get(message.id as number);
     if (!p) return;
     this.forget(message.id as number);
@@ -424,14 +422,23 @@ function checkPost(
 }
 
 /**
- * The request as the SDK's era check reads it: method and headers. The check is given the body already parsed, so it
- * reads none; toWebRequest would serialise the whole body again (up to maxBodyBytes) on every request.
+ * Whether a request is 2025-era traffic, by the SDK's own classifier (the one its isLegacyRequest and createMcpHandler
+ * run), fed from the node request: the body is parsed already and only three headers count, so no web Request is built.
  */
-function eraProbe(req: IncomingMessage): Request {
-  const headers = new Headers();
-  for (const [name, values] of Object.entries(req.headersDistinct))
-    for (const v of values ?? []) headers.append(name, v);
-  return new Request(`http://localhost${req.url ?? '/'}`, { method: req.method ?? 'GET', headers });
+function isLegacy(req: IncomingMessage, body: unknown): boolean {
+  const header = (name: string) => {
+    const v = req.headers[name];
+    return Array.isArray(v) ? v.join(', ') : v;
+  };
+  const inbound: InboundHttpRequest = { httpMethod: req.method ?? 'GET' };
+  const version = header('mcp-protocol-version');
+  const method = header('mcp-method');
+  const name = header('mcp-name');
+  if (version !== undefined) inbound.protocolVersionHeader = version;
+  if (method !== undefined) inbound.mcpMethodHeader = method;
+  if (name !== undefined) inbound.mcpNameHeader = name;
+  if (body !== undefined) inbound.body = body;
+  return classifyInboundRequest(inbound).kind === 'legacy';
 }
 
 function hashId(id: string): string {
