@@ -21,7 +21,7 @@ export async function mcpEras(opts: BenchOptions, dir: string, cleanup: Cleanup)
     return (performance.now() - start) / CALLS;
   };
   const notes: string[] = [
-    `each sample is the mean of ${CALLS} sequential agent_list calls; both eras build a server instance per request on the hub.`,
+    `each sample is the mean of ${CALLS} sequential agent_list calls; the hub builds a server instance per stateless request (the SDK's handler serves each instance once) and keeps one per caller for 2025 sessions.`,
   ];
   const s = await interleave(
     opts.runs,

@@ -594,17 +594,22 @@ export class Store {
     const start = Math.min(Math.max(0, offset), total);
     const end = Math.min(start + pageSize, total);
     const first = Math.floor(start / RESULT_PAGE_CODE_POINTS);
+    const last = Math.floor((end - 1) / RESULT_PAGE_CODE_POINTS);
     const stored =
       end > start
         ? (
             this.stmt(
               'SELECT text FROM result_pages WHERE task_id = ? AND n = ? AND page BETWEEN ? AND ? ORDER BY page',
-            ).all(taskId, n, first, Math.floor((end - 1) / RESULT_PAGE_CODE_POINTS)) as Row[]
+            ).all(taskId, n, first, last) as Row[]
           )
             .map((r) => String(r.text))
             .join('')
         : '';
-    const text = pageText(stored, start - first * RESULT_PAGE_CODE_POINTS, end - start).text;
+    // Every stored page but the result's last holds RESULT_PAGE_CODE_POINTS code points, so their count is known and
+    // need not be walked again (a text without surrogate pairs is then cut by index alone).
+    const storedPoints =
+      end > start ? Math.min((last + 1) * RESULT_PAGE_CODE_POINTS, total) - first * RESULT_PAGE_CODE_POINTS : 0;
+    const text = pageText(stored, start - first * RESULT_PAGE_CODE_POINTS, end - start, storedPoints).text;
     return { text, offset: start, nextOffset: end, done: end >= total, total };
   }
 
@@ -705,13 +710,16 @@ export class Store {
   }
 
   // ---------------------------------------------------------------- MCP sessions (issue 14)
+  // Writes go through tx() like every other, so a full disk surfaces as StoreFullError (the hub's 507).
 
   insertMcpSession(idHash: string, caller: string, now: string): void {
-    this.stmt('INSERT INTO mcp_sessions (id_hash, caller, created_at, last_seen) VALUES (?, ?, ?, ?)').run(
-      idHash,
-      caller,
-      now,
-      now,
+    this.tx(() =>
+      this.stmt('INSERT INTO mcp_sessions (id_hash, caller, created_at, last_seen) VALUES (?, ?, ?, ?)').run(
+        idHash,
+        caller,
+        now,
+        now,
+      ),
     );
   }
 
@@ -723,11 +731,11 @@ export class Store {
   }
 
   touchMcpSession(idHash: string, now: string): void {
-    this.stmt('UPDATE mcp_sessions SET last_seen = ? WHERE id_hash = ?').run(now, idHash);
+    this.tx(() => this.stmt('UPDATE mcp_sessions SET last_seen = ? WHERE id_hash = ?').run(now, idHash));
   }
 
   deleteMcpSession(idHash: string): boolean {
-    return Number(this.stmt('DELETE FROM mcp_sessions WHERE id_hash = ?').run(idHash).changes) > 0;
+    return this.tx(() => Number(this.stmt('DELETE FROM mcp_sessions WHERE id_hash = ?').run(idHash).changes) > 0);
   }
 
   /** How many sessions the caller holds and its least recently seen one. */
@@ -741,7 +749,7 @@ export class Store {
 
   /** Drops sessions not seen since `before` (an ISO time); returns how many. */
   pruneMcpSessions(before: string): number {
-    return Number(this.stmt('DELETE FROM mcp_sessions WHERE last_seen < ?').run(before).changes);
+    return this.tx(() => Number(this.stmt('DELETE FROM mcp_sessions WHERE last_seen < ?').run(before).changes));
   }
 
   removeWorker(pgid: number): void {

@@ -8,7 +8,16 @@ import { closeSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { REPO_ROOT } from '../support/bins.ts';
-import { batonHome, call, connectCaller, followToEnd, isolatedEnv, startHub, waitForEvent } from '../support/hub.ts';
+import {
+  batonHome,
+  call,
+  connectCaller,
+  followToEnd,
+  isolatedEnv,
+  startHub,
+  TEST_CALLERS,
+  waitForEvent,
+} from '../support/hub.ts';
 import { acpScript, SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -100,6 +109,24 @@ async function scenario(t: TestContext, dir: string, work: string, state: string
   assert.match(text, /disk full/);
   assert.doesNotMatch(text, /rollback/);
   assert.equal((refused.structuredContent as { code: string }).code, 'disk_full');
+  // A new 2025-era session is a store row too: refused the same way, as the hub's 507 (not a 500).
+  const initialize = await fetch(`${hub.url}/mcp/alice`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      authorization: `Bearer ${TEST_CALLERS.alice}`,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    }),
+  });
+  assert.equal(initialize.status, 507);
+  assert.equal(initialize.headers.get('mcp-session-id'), null);
+  assert.match(await initialize.text(), /disk full: nothing was changed/);
 
   // The idle deadline ends the stalled round while the disk is full: the daemon logs it and stays up.
   await until('the failed write of the round end', () => /recording the end of a round failed/.test(hub.output()));

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { connectCaller, type RunningHub, startHub, TEST_CALLERS } from '../support/hub.ts';
 import { assertToolContract, connectV2, freePort, v1Caller, v2Caller } from '../support/mcp-v2.ts';
+import { until } from '../support/poll.ts';
 import { acpScript, scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -218,6 +219,71 @@ test('2025-era sessions survive a hub restart; a flood of initialize is capped a
     });
     assert.match(again.taskId as string, /^t-/);
   });
+
+  await t.test(
+    "notifications/cancelled aborts exactly that session's request; the same id elsewhere is answered",
+    async () => {
+      const other = (await post(second, 'alice', INITIALIZE)).headers.get('mcp-session-id');
+      assert.ok(other);
+      const stalled = await v1('agent_run', {
+        agent: 'scripted',
+        prompt: acpScript([{ stall: true }]),
+        cwd: work,
+        idempotencyKey: 'cancel-wait',
+      });
+      const taskId = stalled.taskId as string;
+      const running = await until(() => v1('agent_wait', { taskId, after: 0, timeoutMs: 5_000 }), {
+        what: `task ${taskId} to run`,
+        ok: (w) => w.state === 'running',
+      });
+      // Both sessions wait on the task under the same JSON-RPC id.
+      const wait = (session: string) =>
+        post(
+          second,
+          'alice',
+          {
+            jsonrpc: '2.0',
+            id: 7,
+            method: 'tools/call',
+            params: { name: 'agent_wait', arguments: { taskId, after: running.nextCursor, timeoutMs: 25_000 } },
+          },
+          { 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' },
+        );
+      let settled: Awaited<ReturnType<typeof post>> | undefined;
+      const first = wait(rawSession!).then((r) => {
+        settled = r;
+      });
+      const second7 = wait(other);
+      // Sent until the exchange ends: a cancellation that arrives before its request is, by the spec, ignored.
+      const cancel = {
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: 7, reason: 'test' },
+      };
+      await until(
+        async () => {
+          const sent = await post(second, 'alice', cancel, {
+            'mcp-session-id': rawSession!,
+            'mcp-protocol-version': '2025-06-18',
+          });
+          assert.equal(sent.status, 202);
+          return settled;
+        },
+        { what: 'the cancelled agent_wait to end', timeoutMs: 20_000, intervalMs: 50 },
+      );
+      await first;
+      // The cancelled request gets no answer (the 25 s wait would otherwise have answered with the task's state).
+      assert.equal(settled!.status, 202);
+      assert.equal(settled!.text, '');
+      // The other session's request with the same id was not touched: the task's end answers it.
+      await v1('agent_cancel', { taskId });
+      const answered = await second7;
+      assert.equal(answered.status, 200);
+      assert.equal(answered.json?.id, 7);
+      const result = answered.json?.result as { structuredContent?: { taskId?: string } } | undefined;
+      assert.equal(result?.structuredContent?.taskId, taskId);
+    },
+  );
 
   await t.test('a session is bound to its caller, ends on DELETE, and an unknown one is 404', async () => {
     const list = { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} };

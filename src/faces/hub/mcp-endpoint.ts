@@ -1,22 +1,28 @@
 // One MCP endpoint per caller serving both protocol eras (rules: caller-endpoints, durable-sessions): 2026-07-28
 // requests are stateless and go to the SDK's own handler; 2025-era requests carry an `Mcp-Session-Id` that the store
-// binds to the caller, so a session outlives a hub restart and a long idle. Every 2025-era request is answered by a
-// fresh server instance, so a session costs one store row and nothing in memory between requests.
+// binds to the caller, so a session outlives a hub restart and a long idle. A session costs one store row: all 2025-era
+// sessions of a caller are answered by one long-lived server instance (LegacyChannel) that routes each answer back to
+// its HTTP exchange, so a request costs no server or transport construction and no web Request/Response conversion.
 import { createHash, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type NodeMcpRequestHandler, toNodeHandler } from '@modelcontextprotocol/node';
 import {
-  type NodeMcpRequestHandler,
-  NodeStreamableHTTPServerTransport,
-  toNodeHandler,
-} from '@modelcontextprotocol/node';
-import {
+  classifyInboundRequest,
   createMcpHandler,
+  type InboundHttpRequest,
   isInitializeRequest,
-  isLegacyRequest,
+  isJsonContentType,
+  type JSONRPCMessage,
+  type JSONRPCRequest,
+  type JSONRPCResponse,
   type McpHttpHandler,
+  parseJSONRPCMessage,
+  type RequestId,
   type Server,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  type Transport,
 } from '@modelcontextprotocol/server';
-import type { Store } from '../../core/store.ts';
+import { isDiskFull, type Store, StoreFullError } from '../../core/store.ts';
 import type { Logger } from '../../lib/log.ts';
 import { redactError } from '../../lib/redact.ts';
 
@@ -30,8 +36,10 @@ export const SESSION_RETENTION_MS = 30 * 24 * 3_600_000;
 const TOUCH_INTERVAL_MS = 10_000;
 /** Open `subscriptions/listen` streams per caller. */
 const MAX_SUBSCRIPTIONS_PER_CALLER = 16;
+/** Messages one 2025-era POST may carry (a JSON-RPC batch); the SDK's own transport has the same bound. */
+const MAX_BATCH = 100;
 
-/** Builds the server instance that answers one request of `caller` in the given era. */
+/** Builds the server instance that answers one caller: per request in the modern era, once in the legacy one. */
 export type ServerFactory = (caller: string, era: 'legacy' | 'modern') => Server;
 
 export interface McpEndpointOptions {
@@ -42,12 +50,9 @@ export interface McpEndpointOptions {
   maxBodyBytes: number;
 }
 
-/** A request in flight on a 2025-era session: `notifications/cancelled` for its id closes its server. */
-type InFlight = Map<string, Server>;
-
 export class McpEndpoint {
   private readonly modern = new Map<string, { handler: McpHttpHandler; node: NodeMcpRequestHandler }>();
-  private readonly inflight: InFlight = new Map();
+  private readonly legacyChannels = new Map<string, Promise<LegacyChannel>>();
   /** Sessions with a request in flight (never evicted), by id hash. */
   private readonly busy = new Map<string, number>();
   private readonly touched = new Map<string, number>();
@@ -59,7 +64,7 @@ export class McpEndpoint {
   }
 
   async handle(req: IncomingMessage, res: ServerResponse, caller: string, body: unknown): Promise<void> {
-    if (await isLegacyRequest(eraProbe(req), body)) return this.legacy(req, res, caller, body);
+    if (isLegacy(req, body)) return this.legacy(req, res, caller, body);
     return this.modernFor(caller).node(req, res, body);
   }
 
@@ -71,7 +76,8 @@ export class McpEndpoint {
   }
 
   async close(): Promise<void> {
-    for (const server of this.inflight.values()) await server.close().catch(() => {});
+    for (const channel of this.legacyChannels.values()) await (await channel).server.close().catch(() => {});
+    this.legacyChannels.clear();
     for (const m of this.modern.values()) await m.handler.close().catch(() => {});
     this.modern.clear();
   }
@@ -81,6 +87,7 @@ export class McpEndpoint {
   private modernFor(caller: string) {
     let m = this.modern.get(caller);
     if (!m) {
+      // The SDK's handler refuses a server instance that already serves an exchange, so this era builds one per request.
       const handler = createMcpHandler(() => this.opts.factory(caller, 'modern'), {
         legacy: 'reject',
         maxSubscriptions: MAX_SUBSCRIPTIONS_PER_CALLER,
@@ -104,7 +111,7 @@ export class McpEndpoint {
       // A session of another caller is reported as unknown (rule: http-auth).
       if (!session || session.caller !== caller) return sendJson(res, 404, jsonRpcError(-32001, 'session not found'));
       if (req.method === 'DELETE') {
-        store.deleteMcpSession(key);
+        if (!this.write(res, () => store.deleteMcpSession(key))) return;
         res.writeHead(200).end();
         return;
       }
@@ -113,20 +120,28 @@ export class McpEndpoint {
         res.setHeader('allow', 'POST, DELETE');
         return sendJson(res, 405, jsonRpcError(-32000, 'method not allowed: this hub sends no standalone SSE stream'));
       }
-      this.touch(key);
-      if (isCancellation(body)) {
-        const server = this.inflight.get(`${key}\0${String(body.params.requestId)}`);
-        // Closing the request's own server aborts its handler (an agent_wait ends at once).
-        if (server) await server.close().catch(() => {});
-        res.writeHead(202).end();
-        return;
+      if (req.method !== 'POST') {
+        res.setHeader('allow', 'POST, DELETE');
+        return sendJson(res, 405, jsonRpcError(-32000, `method ${req.method} not allowed`));
       }
-      return this.serveLegacy(req, res, caller, body, key);
+      const messages = checkPost(req, res, body, false);
+      if (!messages) return;
+      this.touch(key);
+      return this.serveLegacy(res, caller, messages, key);
     }
     if (req.method !== 'POST' || !isInitializeRequest(body)) {
       return sendJson(res, 400, jsonRpcError(-32000, 'no MCP session: send initialize first'));
     }
-    const refusal = this.admit(caller);
+    const messages = checkPost(req, res, body, true);
+    if (!messages) return;
+    let refusal: string | undefined;
+    // Admission may evict an idle session, a write like the new session's row.
+    if (
+      !this.write(res, () => {
+        refusal = this.admit(caller);
+      })
+    )
+      return;
     if (refusal) {
       this.opts.logger.warn('MCP session refused', { caller, reason: refusal });
       res.setHeader('retry-after', String(SESSION_EVICT_IDLE_MS / 1000));
@@ -134,13 +149,34 @@ export class McpEndpoint {
     }
     const id = randomUUID();
     const key = hashId(id);
-    store.insertMcpSession(key, caller, new Date().toISOString());
+    if (!this.write(res, () => store.insertMcpSession(key, caller, new Date().toISOString()))) return;
     this.touched.set(key, Date.now());
     res.setHeader('mcp-session-id', id);
     res.once('finish', () => {
-      if (res.statusCode !== 200) store.deleteMcpSession(key);
+      if (res.statusCode === 200) return;
+      try {
+        store.deleteMcpSession(key);
+      } catch (err) {
+        // A session row left behind is swept like any unused one.
+        this.opts.logger.warn('could not drop a failed MCP session', { caller, error: redactError(err) });
+      }
     });
-    return this.serveLegacy(req, res, caller, body, key);
+    return this.serveLegacy(res, caller, messages, key);
+  }
+
+  /**
+   * Runs a session-row write; a full disk is answered 507 with the store's own message, as every other write the hub
+   * refuses for lack of space (nothing was changed). False when the answer has been sent.
+   */
+  private write(res: ServerResponse, fn: () => unknown): boolean {
+    try {
+      fn();
+      return true;
+    } catch (err) {
+      if (!isDiskFull(err)) throw err;
+      sendJson(res, 507, jsonRpcError(-32000, new StoreFullError('nothing was changed').message));
+      return false;
+    }
   }
 
   /** Room for one more session of `caller`, evicting its least recently seen idle one; or why there is none. */
@@ -163,71 +199,250 @@ export class McpEndpoint {
     const now = Date.now();
     if (now - (this.touched.get(key) ?? 0) < TOUCH_INTERVAL_MS) return;
     this.touched.set(key, now);
-    this.opts.store.touchMcpSession(key, new Date(now).toISOString());
+    try {
+      this.opts.store.touchMcpSession(key, new Date(now).toISOString());
+    } catch (err) {
+      // `last_seen` only orders evictions and the sweep: a full disk must not refuse the reads it still serves.
+      if (!isDiskFull(err)) throw err;
+    }
+  }
+
+  private channelOf(caller: string): Promise<LegacyChannel> {
+    let channel = this.legacyChannels.get(caller);
+    if (!channel) {
+      const c = new LegacyChannel(this.opts.factory(caller, 'legacy'), (err) =>
+        this.opts.logger.debug('mcp 2025-era message refused', { caller, error: redactError(err) }),
+      );
+      channel = c.server.connect(c).then(() => c);
+      this.legacyChannels.set(caller, channel);
+    }
+    return channel;
   }
 
   private async serveLegacy(
-    req: IncomingMessage,
     res: ServerResponse,
     caller: string,
-    body: unknown,
+    messages: JSONRPCMessage[],
     key: string,
   ): Promise<void> {
-    const server = this.opts.factory(caller, 'legacy');
-    // Stateless on the wire: the session was checked above, and this instance lives for this one exchange.
-    // The hub's tools send no notifications while they run, so a plain JSON answer says all an SSE stream would, at a
-    // fraction of the cost per call.
-    const transport = new NodeStreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: true,
-    });
-    await server.connect(transport);
-    const ids = requestIds(body).map((id) => `${key}\0${id}`);
-    for (const id of ids) this.inflight.set(id, server);
+    const channel = await this.channelOf(caller);
+    // The messages passed parseJSONRPCMessage: a method with an id is a request, one without is a notification.
+    const requests = messages.filter((m): m is JSONRPCRequest => 'method' in m && 'id' in m);
+    for (const m of messages) {
+      if ('method' in m && !('id' in m)) {
+        if (m.method === 'notifications/cancelled') channel.cancelled(key, m.params?.requestId, m.params?.reason);
+        else channel.notify(m);
+      }
+      // A response from the client answers nothing: the hub sends no requests of its own.
+    }
+    if (!requests.length) {
+      res.writeHead(202).end();
+      return;
+    }
+    const exchange = new Exchange(res, requests.length);
     this.busy.set(key, (this.busy.get(key) ?? 0) + 1);
+    const ids = requests.map((r, i) => channel.dispatch(key, r, exchange, i));
     res.once('close', () => {
-      for (const id of ids) if (this.inflight.get(id) === server) this.inflight.delete(id);
       const n = (this.busy.get(key) ?? 1) - 1;
       if (n) this.busy.set(key, n);
       else this.busy.delete(key);
-      // The client going away ends the exchange: its handler is aborted, tasks are not (rule: tasks-outlive-clients).
-      void server.close().catch(() => {});
+      // The client going away ends the exchange: its handlers are aborted, tasks are not (rule: tasks-outlive-clients).
+      if (!exchange.finished) for (const id of ids) channel.abort(id, 'the client closed the connection');
     });
-    await transport.handleRequest(req, res, body);
   }
 }
 
 /**
- * The request as the SDK's era check reads it: method and headers. The check is given the body already parsed, so it
- * reads none; toWebRequest would serialise the whole body again (up to maxBodyBytes) on every request.
+ * One caller's 2025-era server, connected once and kept: a Transport that hands each request to the server under an id
+ * of its own (ids of different sessions, and of one session across requests, would collide) and routes the server's
+ * answer back to the HTTP exchange that carried the request, under the client's id.
  */
-function eraProbe(req: IncomingMessage): Request {
-  const headers = new Headers();
-  for (const [name, values] of Object.entries(req.headersDistinct))
-    for (const v of values ?? []) headers.append(name, v);
-  return new Request(`http://localhost${req.url ?? '/'}`, { method: req.method ?? 'GET', headers });
+class LegacyChannel implements Transport {
+  onmessage?: Transport['onmessage'];
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  private next = 0;
+  /** Requests the server is answering, by the id it sees. */
+  private readonly pending = new Map<number, { exchange: Exchange; slot: number; id: RequestId; client: string }>();
+  /** The same requests by session and client id, for `notifications/cancelled`. */
+  private readonly byClientId = new Map<string, number>();
+
+  readonly server: Server;
+  private readonly report: (err: Error) => void;
+
+  constructor(server: Server, report: (err: Error) => void) {
+    this.server = server;
+    this.report = report;
+  }
+
+  async start(): Promise<void> {}
+
+  async close(): Promise<void> {
+    this.pending.clear();
+    this.byClientId.clear();
+    this.onclose?.();
+  }
+
+  async send(message: JSONRPCMessage): Promise<void> {
+    // Only answers have somewhere to go: the hub's tools send no notifications while they run (the SDK's JSON response
+    // mode drops them the same way), and there is no standalone stream.
+    if (!('result' in message || 'error' in message)) return;
+    const p = this.pending.get(message.id as number);
+    if (!p) return;
+    this.forget(message.id as number);
+    p.exchange.answer(p.slot, { ...message, id: p.id } as JSONRPCResponse);
+  }
+
+  dispatch(session: string, request: JSONRPCRequest, exchange: Exchange, slot: number): number {
+    const id = ++this.next;
+    const client = `${session}\0${typeof request.id}:${request.id}`;
+    this.pending.set(id, { exchange, slot, id: request.id, client });
+    this.byClientId.set(client, id);
+    this.deliver({ ...request, id });
+    return id;
+  }
+
+  notify(message: JSONRPCMessage): void {
+    this.deliver(message);
+  }
+
+  /** `notifications/cancelled` from a session: aborts exactly that session's request with that id. */
+  cancelled(session: string, requestId: unknown, reason: unknown): void {
+    if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
+    const id = this.byClientId.get(`${session}\0${typeof requestId}:${requestId}`);
+    if (id !== undefined) this.abort(id, typeof reason === 'string' ? reason : undefined);
+  }
+
+  /** Aborts a request's handler; its exchange ends without an answer for it (the protocol sends none once aborted). */
+  abort(id: number, reason: string | undefined): void {
+    const p = this.pending.get(id);
+    if (!p) return;
+    this.forget(id);
+    this.deliver({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: id, ...(reason ? { reason } : {}) },
+    });
+    p.exchange.drop(p.slot);
+  }
+
+  private forget(id: number): void {
+    const p = this.pending.get(id);
+    this.pending.delete(id);
+    if (p && this.byClientId.get(p.client) === id) this.byClientId.delete(p.client);
+  }
+
+  private deliver(message: JSONRPCMessage): void {
+    try {
+      this.onmessage?.(message);
+    } catch (err) {
+      this.report(err as Error);
+    }
+  }
+}
+
+/**
+ * One 2025-era POST: its requests' answers, written as one JSON body once the last is in (a single answer as itself,
+ * several as an array, as the SDK's transport does), or 202 when every request was cancelled.
+ */
+class Exchange {
+  finished = false;
+  private readonly res: ServerResponse;
+  private readonly answers: Array<JSONRPCResponse | undefined>;
+  private left: number;
+
+  constructor(res: ServerResponse, count: number) {
+    this.res = res;
+    this.answers = new Array(count);
+    this.left = count;
+  }
+
+  answer(slot: number, response: JSONRPCResponse): void {
+    this.answers[slot] = response;
+    this.settle();
+  }
+
+  drop(_slot: number): void {
+    this.settle();
+  }
+
+  private settle(): void {
+    if (--this.left > 0 || this.finished) return;
+    this.finished = true;
+    if (this.res.writableEnded || this.res.destroyed) return;
+    const out = this.answers.filter((a) => a !== undefined);
+    if (!out.length) {
+      this.res.writeHead(202).end();
+      return;
+    }
+    sendJson(this.res, 200, out.length === 1 ? out[0] : out);
+  }
+}
+
+/**
+ * The checks the SDK's Streamable HTTP transport makes of a 2025-era POST before dispatching it (Accept, Content-Type,
+ * batch size, JSON-RPC shape, one initialize alone, a supported MCP-Protocol-Version); the messages, or undefined when
+ * the refusal has been sent.
+ */
+function checkPost(
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: unknown,
+  initialize: boolean,
+): JSONRPCMessage[] | undefined {
+  const refuse = (status: number, code: number, message: string) => {
+    sendJson(res, status, jsonRpcError(code, message));
+    return undefined;
+  };
+  const accept = req.headers.accept ?? '';
+  if (!accept.includes('application/json') || !accept.includes('text/event-stream'))
+    return refuse(406, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream');
+  if (!isJsonContentType(req.headers['content-type'] ?? null))
+    return refuse(415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
+  const raw = Array.isArray(body) ? body : [body];
+  if (raw.length > MAX_BATCH)
+    return refuse(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH} messages`);
+  let messages: JSONRPCMessage[];
+  try {
+    messages = raw.map((m) => parseJSONRPCMessage(m));
+  } catch {
+    return refuse(400, -32700, 'Parse error: Invalid JSON-RPC message');
+  }
+  if (initialize) return messages;
+  if (messages.length > 1 && messages.some((m) => isInitializeRequest(m)))
+    return refuse(400, -32600, 'Invalid Request: Only one initialization request is allowed');
+  const version = req.headers['mcp-protocol-version'];
+  if (typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version))
+    return refuse(
+      400,
+      -32000,
+      `Bad Request: Unsupported protocol version: ${version} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
+    );
+  return messages;
+}
+
+/**
+ * Whether a request is 2025-era traffic, by the SDK's own classifier (the one its isLegacyRequest and createMcpHandler
+ * run), fed from the node request: the body is parsed already and only three headers count, so no web Request is built.
+ */
+function isLegacy(req: IncomingMessage, body: unknown): boolean {
+  const header = (name: string) => {
+    const v = req.headers[name];
+    return Array.isArray(v) ? v.join(', ') : v;
+  };
+  const inbound: InboundHttpRequest = { httpMethod: req.method ?? 'GET' };
+  const version = header('mcp-protocol-version');
+  const method = header('mcp-method');
+  const name = header('mcp-name');
+  if (version !== undefined) inbound.protocolVersionHeader = version;
+  if (method !== undefined) inbound.mcpMethodHeader = method;
+  if (name !== undefined) inbound.mcpNameHeader = name;
+  if (body !== undefined) inbound.body = body;
+  return classifyInboundRequest(inbound).kind === 'legacy';
 }
 
 function hashId(id: string): string {
   return createHash('sha256').update(id).digest('hex');
-}
-
-function requestIds(body: unknown): string[] {
-  const messages = Array.isArray(body) ? body : [body];
-  return messages.flatMap((m) =>
-    typeof m === 'object' && m !== null && 'method' in m && 'id' in m ? [String((m as { id: unknown }).id)] : [],
-  );
-}
-
-function isCancellation(body: unknown): body is { params: { requestId: string | number } } {
-  const m = body as { method?: unknown; id?: unknown; params?: { requestId?: unknown } } | null;
-  return (
-    typeof m === 'object' &&
-    m !== null &&
-    m.method === 'notifications/cancelled' &&
-    m.id === undefined &&
-    (typeof m.params?.requestId === 'string' || typeof m.params?.requestId === 'number')
-  );
 }
 
 export function sendJson(res: ServerResponse, status: number, value: unknown): void {

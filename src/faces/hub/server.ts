@@ -63,7 +63,7 @@ export class Hub {
   private readonly lease: DaemonLease;
   private readonly http: HttpServer;
   private readonly endpoint: McpEndpoint;
-  /** Each caller's tools, built once: a server instance is made per request and only binds them. */
+  /** Each caller's tools, built once: a 2026-07-28 server instance is made per request and only binds them. */
   private readonly tools = new Map<string, ToolDef[]>();
   private readonly taskBackends = new Map<string, TaskBackend>();
   private readonly callerTokens: Map<string, Buffer>;
@@ -445,7 +445,10 @@ export class Hub {
     await this.endpoint.handle(req, res, caller, body);
   }
 
-  /** The server instance answering one MCP request of `caller` (both eras share the tools; rule: hub-tools). */
+  /**
+   * A server instance for `caller`: one per request in the 2026-07-28 era, one for all of the caller's 2025-era sessions
+   * (both eras share the tools; rule: hub-tools).
+   */
   private mcpServer(caller: string, era: 'legacy' | 'modern'): Server {
     let tools = this.tools.get(caller);
     if (!tools) {
