@@ -2,8 +2,10 @@
 import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import {
+  DEFAULT_EVENT_PAGE,
   type Engine,
   EngineError,
+  EVENT_PAGE_TEXT_CODE_POINTS,
   InvalidArgumentError,
   MAX_EVENT_PAGE,
   MAX_LIST_PAGE,
@@ -87,7 +89,7 @@ export function hubTools(engine: Engine, caller: string): ToolDef[] {
     }),
     defineTool({
       name: 'agent_status',
-      description: 'State, rounds, result summary, git snapshots and a page of events after `after`.',
+      description: `A glance: state, rounds, result summary, git snapshots and a page of events after \`after\`. Streamed answer text is left out: a \`message\` event says only how long it is (\`chars\`); agent_wait gives the text as it streams, agent_result the answer so far. A page ends early (hasMore) once its events carry ${EVENT_PAGE_TEXT_CODE_POINTS.toLocaleString('en')} code points of text.`,
       input: z
         .object({ taskId, after: cursor.optional(), limit: z.number().int().min(1).max(MAX_EVENT_PAGE).optional() })
         .strict(),
@@ -96,7 +98,7 @@ export function hubTools(engine: Engine, caller: string): ToolDef[] {
     }),
     defineTool({
       name: 'agent_wait',
-      description: `Wait (at most ${MAX_WAIT_MS / 1000} s) for events after \`after\` or a terminal state; pass the returned nextCursor next time. To wait on several tasks at once, give \`tasks\` (up to ${MAX_WAIT_TASKS}, each with its own cursor) instead of taskId/after: it returns when any has events after its cursor (\`ready\` names them) or all have ended.`,
+      description: `Wait (at most ${MAX_WAIT_MS / 1000} s) for events after \`after\` or a terminal state; pass the returned nextCursor next time. A page holds at most ${DEFAULT_EVENT_PAGE} events and ${EVENT_PAGE_TEXT_CODE_POINTS.toLocaleString('en')} code points of event text (streamed answer text included); hasMore says more is there now. To wait on several tasks at once, give \`tasks\` (up to ${MAX_WAIT_TASKS}, each with its own cursor) instead of taskId/after: it returns when any has events after its cursor (\`ready\` names them) or all have ended.`,
       input: z
         .object({
           taskId: taskId.optional(),

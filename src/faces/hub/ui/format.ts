@@ -24,8 +24,12 @@ export function eventText(ev: TaskEvent): string {
       return `${str(ev.decision)}: ${str(ev.what)}`;
     case 'error':
       return str(ev.message);
+    case 'message':
+      // A status page gives streamed text only as its length (rule: event-pages); a wait page gives the text.
+      if (typeof ev.text === 'string') return str(ev.text);
+      return `(${typeof ev.chars === 'number' ? ev.chars : '?'} characters of the answer)${ev.capped ? ' capped' : ''}`;
     default: {
-      // Kinds added later (streamed `message` text, …) show their text, or else their fields, without a change here.
+      // Kinds added later show their text, or else their fields, without a change here.
       if (ev.kind !== 'usage' && typeof ev.text === 'string') return str(ev.text);
       const { seq: _s, time: _t, round: _r, kind: _k, ...rest } = ev;
       return Object.entries(rest)
