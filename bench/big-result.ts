@@ -84,6 +84,9 @@ export async function bigResult(opts: BenchOptions, dir: string, cleanup: Cleanu
   const status = (t: Finished) => () => timed(() => call(t.client, 'agent_status', { taskId: t.taskId }));
   const wait = (t: Finished) => () =>
     timed(() => call(t.client, 'agent_wait', { taskId: t.taskId, after: t.cursor, timeoutMs: 0 }));
+  // From cursor 0 a page holds the streamed answer's first message events: bounded by text (rule: event-pages).
+  const waitFrom0 = (t: Finished) => () =>
+    timed(() => call(t.client, 'agent_wait', { taskId: t.taskId, after: 0, timeoutMs: 0 }));
   const list = (t: Finished) => () => timed(() => call(t.client, 'agent_list', {}));
   const notes: string[] = [];
   const s = await interleave(
@@ -93,6 +96,8 @@ export async function bigResult(opts: BenchOptions, dir: string, cleanup: Cleanu
       statusSmall: status(small),
       waitBig: wait(big),
       waitSmall: wait(small),
+      waitFrom0Big: waitFrom0(big),
+      waitFrom0Small: waitFrom0(small),
       listBig: list(big),
       listSmall: list(small),
     },
@@ -130,6 +135,8 @@ export async function bigResult(opts: BenchOptions, dir: string, cleanup: Cleanu
       series('agent_status, 400 B', 'ms', s.statusSmall!),
       series('agent_wait (at end), 10 MiB', 'ms', s.waitBig!),
       series('agent_wait (at end), 400 B', 'ms', s.waitSmall!),
+      series('agent_wait (from 0), 10 MiB', 'ms', s.waitFrom0Big!),
+      series('agent_wait (from 0), 400 B', 'ms', s.waitFrom0Small!),
       series('agent_list, 10 MiB', 'ms', s.listBig!),
       series('agent_list, 400 B', 'ms', s.listSmall!),
       series('agent_result, all pages of 10 MiB', 'ms', paging),
@@ -137,6 +144,7 @@ export async function bigResult(opts: BenchOptions, dir: string, cleanup: Cleanu
     checks: [
       atMost('status: 10 MiB / 400 B (median)', ratioOfMedians(s.statusBig!, s.statusSmall!), 1.2),
       atMost('wait: 10 MiB / 400 B (median)', ratioOfMedians(s.waitBig!, s.waitSmall!), 1.2),
+      atMost('wait from 0: 10 MiB / 400 B (median)', ratioOfMedians(s.waitFrom0Big!, s.waitFrom0Small!), 1.2),
       atMost('list: 10 MiB / 400 B (median)', ratioOfMedians(s.listBig!, s.listSmall!), 1.2),
       atMost('paging 10 MiB to the end (median)', stats(paging).median / 1000, 1, ' s'),
     ],

@@ -20,7 +20,7 @@ import { leaderStartTime, probeGroupRecorder, recoverAfterCrash } from './recove
 import { type EndEvent, runRound } from './round.ts';
 import { isDiskFull, type Store } from './store.ts';
 import { assertTransition, type Isolation, isTerminal, type TaskRow } from './task.ts';
-import { type RoundEnd, settledLength, TaskLog } from './task-log.ts';
+import { MESSAGE_EVENT_CODE_POINTS, type RoundEnd, settledLength, TaskLog } from './task-log.ts';
 import {
   type AgentsView,
   type FanInView,
@@ -44,6 +44,13 @@ export const DEFAULT_LIST_PAGE = 20;
 export const MAX_LIST_PAGE = 100;
 /** agent_wait watches at most this many tasks at once (rule: hub-tools). */
 export const MAX_WAIT_TASKS = 16;
+/**
+ * Event text one page carries at most, in code points (rule: event-pages): one full `message` event
+ * (MESSAGE_EVENT_CODE_POINTS), so reading from cursor 0 on a task that streamed 10 MiB costs about what a page of a
+ * short task's events does, and the round's 131,072 streamed code points take 16 pages. A page ends before the event
+ * that would pass it (hasMore: true); an event longer than the budget still comes alone, so a cursor always advances.
+ */
+export const EVENT_PAGE_TEXT_CODE_POINTS = MESSAGE_EVENT_CODE_POINTS;
 /** Events per ready task in one agent_wait over several tasks: 16 full pages of message text would be megabytes. */
 const FAN_IN_EVENT_PAGE = 25;
 /** What agent_agents reports of an agent is probed at most this often (probes spawn the agent's binary). */
@@ -307,16 +314,31 @@ export class Engine {
 
   // ---------------------------------------------------------------- reads
 
-  status(caller: Reader, taskId: string, after = 0, limit = DEFAULT_EVENT_PAGE): StatusView {
+  /**
+   * A glance at a task (rule: event-pages): its rounds and a page of events whose `message` events come without their
+   * text (`chars` instead; agent_wait carries the text, agent_result the answer). `messageText` is for the operator's
+   * dashboard, which shows the text like a live stream would.
+   */
+  status(
+    caller: Reader,
+    taskId: string,
+    after = 0,
+    limit = DEFAULT_EVENT_PAGE,
+    opts: { messageText?: boolean } = {},
+  ): StatusView {
     const task = this.owned(caller, taskId);
-    const events = this.store.events(task.id, after, limit + 1);
-    const hasMore = events.length > limit;
-    const page = events.slice(0, limit);
+    const { events, hasMore } = this.store.eventPage(
+      task.id,
+      after,
+      limit,
+      EVENT_PAGE_TEXT_CODE_POINTS,
+      opts.messageText ?? false,
+    );
     return {
       ...this.readerView(caller, task),
       rounds: this.store.roundSummaries(task.id).map(roundView),
-      events: page,
-      nextCursor: page.length ? page[page.length - 1]!.seq : after,
+      events,
+      nextCursor: events.length ? events[events.length - 1]!.seq : after,
       hasMore,
     };
   }
@@ -338,15 +360,19 @@ export class Engine {
       timedOut = !(await this.waiters.wait(task.id, bound, signal));
       task = this.mustGet(task.id);
     }
-    const events = this.store.events(task.id, after, DEFAULT_EVENT_PAGE + 1);
-    const hasMore = events.length > DEFAULT_EVENT_PAGE;
-    const page = events.slice(0, DEFAULT_EVENT_PAGE);
+    const { events, hasMore } = this.store.eventPage(
+      task.id,
+      after,
+      DEFAULT_EVENT_PAGE,
+      EVENT_PAGE_TEXT_CODE_POINTS,
+      true,
+    );
     return {
       ...this.readerView(caller, task),
-      events: page,
-      nextCursor: page.length ? page[page.length - 1]!.seq : after,
+      events,
+      nextCursor: events.length ? events[events.length - 1]!.seq : after,
       hasMore,
-      timedOut: timedOut && page.length === 0,
+      timedOut: timedOut && events.length === 0,
     };
   }
 
@@ -386,14 +412,15 @@ export class Engine {
       timedOut: readyIds.size === 0 && !tasks.every((t) => isTerminal(t.state)),
       tasks: tasks.map((task, i) => {
         const after = items[i]!.after ?? 0;
-        const events = readyIds.has(task.id) ? this.store.events(task.id, after, FAN_IN_EVENT_PAGE + 1) : [];
-        const page = events.slice(0, FAN_IN_EVENT_PAGE);
+        const { events, hasMore } = readyIds.has(task.id)
+          ? this.store.eventPage(task.id, after, FAN_IN_EVENT_PAGE, EVENT_PAGE_TEXT_CODE_POINTS, true)
+          : { events: [], hasMore: false };
         return {
           ...this.readerView(caller, task),
           ready: readyIds.has(task.id),
-          events: page,
-          nextCursor: page.length ? page[page.length - 1]!.seq : after,
-          hasMore: events.length > FAN_IN_EVENT_PAGE,
+          events,
+          nextCursor: events.length ? events[events.length - 1]!.seq : after,
+          hasMore,
         };
       }),
     };

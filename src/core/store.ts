@@ -85,6 +85,17 @@ const ROUND_SUMMARY_COLUMNS = `task_id, n, state, started_at, ended_at, before, 
   result_preview, result AS legacy_result`;
 
 /** Small commentary appends are joined into the newest chunk up to this size, so a chunk is never rewritten whole. */
+/**
+ * Event pages (Store.eventPage). `chars` is the length of the text the row carries as returned, in code points
+ * (SQLite's length() of text counts characters): what counts against a page's text budget.
+ */
+const EVENTS_WITH_TEXT = `SELECT data, length(json_extract(data, '$.text')) AS chars FROM events
+  WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?`;
+/** The same without `message` text: such an event says how long its text is instead (`chars`). */
+const EVENTS_WITHOUT_MESSAGE_TEXT = `SELECT CASE WHEN kind = 'message'
+    THEN json_set(json_remove(data, '$.text'), '$.chars', length(json_extract(data, '$.text'))) ELSE data END AS data,
+    CASE WHEN kind = 'message' THEN 0 ELSE length(json_extract(data, '$.text')) END AS chars
+  FROM (SELECT data, json_extract(data, '$.kind') AS kind FROM events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?)`;
 const COMMENTARY_CHUNK_BYTES = 16 * 1024;
 const RESULT_PREVIEW_CODE_POINTS = 200;
 /** How long a round's end may wait for its background sync (syncSoon). */
@@ -669,6 +680,36 @@ export class Store {
     const full = { seq, ...event } as TaskEvent;
     this.stmt('INSERT INTO events (task_id, seq, data) VALUES (?, ?, ?)').run(taskId, seq, JSON.stringify(full));
     return full;
+  }
+
+  /**
+   * A page of a task's events after `after` (rule: event-pages): at most `limit`, and no more event text than
+   * `textBudget` code points unless one event alone holds more (a page always has an event when one exists, so a
+   * cursor always advances). Without `messageText`, `message` events come without their text, as `chars` (its length
+   * in code points), and the text is never read out of SQLite. Rows are read one at a time, so a page that ends early
+   * costs only what it returns.
+   */
+  eventPage(
+    taskId: string,
+    after: number,
+    limit: number,
+    textBudget: number,
+    messageText: boolean,
+  ): { events: TaskEvent[]; hasMore: boolean } {
+    const rows = this.stmt(messageText ? EVENTS_WITH_TEXT : EVENTS_WITHOUT_MESSAGE_TEXT).iterate(
+      taskId,
+      after,
+      limit + 1,
+    ) as Iterable<{ data: string; chars: number | null }>;
+    const events: TaskEvent[] = [];
+    let text = 0;
+    for (const row of rows) {
+      const chars = row.chars ?? 0;
+      if (events.length === limit || (events.length > 0 && text + chars > textBudget)) return { events, hasMore: true };
+      text += chars;
+      events.push(JSON.parse(row.data) as TaskEvent);
+    }
+    return { events, hasMore: false };
   }
 
   events(taskId: string, after: number, limit: number): TaskEvent[] {

@@ -1,9 +1,10 @@
 // Gives memory back once the daemon is quiet. V8 grows the young generation while modules load and while work comes in
 // fast, and keeps those pages (12-15 MiB in the hub) until it is told memory is short: an ordinary collection empties
 // them but does not return them. So when the daemon has been quiet for a while and the young generation holds more
-// than it needs, one last-resort collection (the one V8 runs under memory pressure) hands them back. It runs only on
-// quiet seconds, so no caller waits on it, and not again until work has grown the young generation anew.
-import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
+// than it needs, or the heap has grown since the last such collection, one last-resort collection (the one V8 runs
+// under memory pressure) hands them back. It runs only on quiet seconds, so no caller waits on it, and not again until
+// work has grown the heap anew.
+import { getHeapSpaceStatistics, getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 /** How often the daemon looks at its CPU use; quiet means under QUIET_CPU_SHARE of one core over a whole period. */
@@ -11,6 +12,11 @@ const CHECK_MS = 500;
 const QUIET_CPU_SHARE = 0.02;
 /** Young-generation pages held beyond this are worth a collection. */
 const YOUNG_SLACK_BYTES = 2 * 1024 * 1024;
+/**
+ * So is a heap grown by this much since the last release: a burst (16 tasks at once) leaves old-space garbage and
+ * free pages behind with a young generation already back under its slack, and an ordinary collection keeps them.
+ */
+const HEAP_SLACK_BYTES = 2 * 1024 * 1024;
 
 type GcOptions = { type: 'major'; execution: 'sync'; flavor: 'last-resort' };
 let gcFunction: ((opts: GcOptions) => void) | undefined;
@@ -31,6 +37,11 @@ export function youngGenerationBytes(): number {
   return getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.physical_space_size ?? 0;
 }
 
+/** Physical bytes of the whole V8 heap. */
+function heapBytes(): number {
+  return getHeapStatistics().total_physical_size;
+}
+
 /** One last-resort collection now: V8 shrinks its young generation and returns what it freed. */
 export function releaseIdleMemory(): void {
   gc()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
@@ -39,12 +50,15 @@ export function releaseIdleMemory(): void {
 /** Watches the daemon's CPU use and releases memory after quiet periods; returns a stop function. */
 export function watchIdleMemory(): () => void {
   let last = process.cpuUsage();
+  /** The heap as the last release left it: growth past it is what a burst kept. */
+  let floor = heapBytes();
   const timer = setInterval(() => {
     const used = process.cpuUsage(last);
     last = process.cpuUsage();
     const quiet = (used.user + used.system) / 1000 < CHECK_MS * QUIET_CPU_SHARE;
-    if (quiet && youngGenerationBytes() > YOUNG_SLACK_BYTES) {
+    if (quiet && (youngGenerationBytes() > YOUNG_SLACK_BYTES || heapBytes() > floor + HEAP_SLACK_BYTES)) {
       releaseIdleMemory();
+      floor = heapBytes();
       // The collection's own CPU must not count as activity next period.
       last = process.cpuUsage();
     }

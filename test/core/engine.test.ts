@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { Engine, EngineError } from '../../src/core/engine.ts';
+import { Engine, EngineError, EVENT_PAGE_TEXT_CODE_POINTS } from '../../src/core/engine.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { isGroupAlive, spawnGroup } from '../../src/lib/process-group.ts';
 import { engineFor, settle } from '../support/engine.ts';
@@ -254,6 +254,71 @@ test('wait returns at once when events exist, and times out with none', async (t
   const woke = await pending;
   assert.equal(woke.timedOut, false);
   assert.ok(woke.events.length > 0);
+});
+
+test('event pages are bounded by 8,192 code points of text; a status page gives message events as their length (rule: event-pages)', async (t) => {
+  assert.equal(EVENT_PAGE_TEXT_CODE_POINTS, 8_192, 'the budget is one full message event');
+  const { engine, store, run } = setup(t);
+  const task = run('plain');
+  const done = await settled(engine, task.taskId);
+  const start = engine.status('alice', task.taskId, 0, 500).nextCursor;
+  // Written the way the task log writes them: full message events of astral text (code points, not UTF-16 units),
+  // a run of short ones, a commentary event, one message longer than the budget, and the capped one.
+  const full = '😀'.repeat(8_192);
+  const texts = [
+    full,
+    full.replace('😀', 'a'),
+    ...Array.from({ length: 90 }, (_, i) => `${String(i).padStart(2, '0')}${'x'.repeat(157)}\n`),
+  ];
+  const wide = 'w'.repeat(10_000);
+  for (const text of texts) store.appendEvent(task.taskId, { time: done.updatedAt, round: 1, kind: 'message', text });
+  store.appendEvent(task.taskId, { time: done.updatedAt, round: 1, kind: 'commentary', text: 'c'.repeat(2_000) });
+  store.appendEvent(task.taskId, { time: done.updatedAt, round: 1, kind: 'message', text: wide });
+  store.appendEvent(task.taskId, { time: done.updatedAt, round: 1, kind: 'message', text: 'end', capped: true });
+  const all = [...texts, 'c'.repeat(2_000), wide, 'end'];
+
+  // agent_wait's pages: never past the budget unless one event alone is, never empty, and together every event once.
+  const read: string[] = [];
+  const sizes: number[] = [];
+  for (let after = start; ; ) {
+    const page = await engine.wait('alice', task.taskId, after, 0);
+    assert.ok(page.events.length > 0, 'a page always advances');
+    const text = page.events.map((e) => Array.from(String(e.text)).length).reduce((a, b) => a + b);
+    assert.ok(
+      text <= 8_192 || page.events.length === 1,
+      `a page of ${text} code points in ${page.events.length} events`,
+    );
+    sizes.push(page.events.length);
+    read.push(...page.events.map((e) => String(e.text)));
+    assert.equal(page.nextCursor, page.events.at(-1)!.seq);
+    after = page.nextCursor;
+    if (!page.hasMore) break;
+  }
+  assert.deepEqual(read, all);
+  assert.deepEqual(sizes.slice(0, 2), [1, 1], 'a full message event fills a page');
+  assert.ok(sizes.includes(1) && Math.max(...sizes) > 1, `pages of ${sizes}`);
+  // The budget and the count both end a page: 90 short events (160 code points each) fill one page of 51.
+  assert.equal(sizes[2], 51);
+
+  // agent_status: the same events in one page of 500, message text left out and given as its length.
+  const glance = engine.status('alice', task.taskId, start, 500);
+  assert.equal(glance.hasMore, false, 'message text does not count against a status page');
+  assert.equal(glance.events.length, all.length);
+  const messages = glance.events.filter((e) => e.kind === 'message');
+  assert.ok(messages.every((e) => e.text === undefined));
+  assert.deepEqual(
+    messages.map((e) => e.chars),
+    [...texts, wide, 'end'].map((x) => Array.from(x).length),
+  );
+  assert.equal(messages.at(-1)!.capped, true);
+  assert.equal(glance.events.find((e) => e.kind === 'commentary')!.text, 'c'.repeat(2_000), 'other text stays');
+  // The dashboard's status with the text pages like agent_wait does.
+  const withText = engine.status('alice', task.taskId, start, 500, { messageText: true });
+  assert.deepEqual(
+    withText.events.map((e) => e.text),
+    [full],
+  );
+  assert.equal(withText.hasMore, true);
 });
 
 test('a result over 10 MiB fails the task atomically; an idle deadline fails a silent agent', async (t) => {

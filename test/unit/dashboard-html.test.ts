@@ -30,9 +30,14 @@ test('only html and trusted make markup: a look-alike object or a string is esca
   assert.ok(html`x` instanceof SafeHtml);
 });
 
-test('events of kinds added later render generically: their text, else their fields', () => {
+test('events of kinds added later render generically: their text, else their fields; message text or its length', () => {
   const base = { seq: 7, time: '2026-12-03T10:00:00.000Z', round: 2 };
   assert.equal(eventText({ ...base, kind: 'message', text: 'the answer <b>so far</b>' }), 'the answer <b>so far</b>');
+  // A status page's message event has its length instead of its text (rule: event-pages).
+  assert.equal(
+    eventText({ ...base, kind: 'message', chars: 8192, capped: true }),
+    '(8192 characters of the answer) capped',
+  );
   assert.equal(eventText({ ...base, kind: 'future', bytes: 3, ok: true }), 'bytes=3 ok=true');
   assert.equal(eventText({ ...base, kind: 'cancel_requested' }), '');
   assert.equal(eventText({ ...base, kind: 'usage', text: 'x', tokens: 5 }), 'text=x tokens=5');

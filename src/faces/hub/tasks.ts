@@ -27,18 +27,23 @@ export function hubTaskBackend(engine: Engine, caller: string): TaskBackend {
   const read = (id: string) => {
     let view: StatusView;
     const cursor = cursors.get(id) ?? { seq: 0 };
+    let newest: TaskEvent | undefined;
     try {
       view = engine.status(caller, id, cursor.seq, MAX_EVENT_PAGE);
+      newest = newestTelling(view.events);
       // Only a working task reports its newest event; a finished one answers without reading the rest.
       while (view.hasMore && !isTerminal(view.state)) {
-        cursor.message = latestMessage(view.events) ?? cursor.message;
         view = engine.status(caller, id, view.nextCursor, MAX_EVENT_PAGE);
+        newest = newestTelling(view.events) ?? newest;
       }
+      // A status page gives `message` events without their text (rule: event-pages): read the one to show.
+      if (newest?.kind === 'message' && newest.text === undefined)
+        newest = engine.status(caller, id, newest.seq - 1, 1, { messageText: true }).events[0] ?? newest;
     } catch (err) {
       if (err instanceof EngineError && err.code === 'not_found') return undefined;
       throw err;
     }
-    cursor.message = latestMessage(view.events) ?? cursor.message;
+    cursor.message = (newest && describe(newest)) ?? cursor.message;
     cursor.seq = view.nextCursor;
     if (isTerminal(view.state)) cursors.delete(id);
     else cursors.set(id, cursor);
@@ -134,12 +139,9 @@ function answer(
   };
 }
 
-/** What the newest event that says something to a reader says (session and usage events do not). */
-function latestMessage(events: TaskEvent[]): string | undefined {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const line = describe(events[i]!);
-    if (line) return line;
-  }
+/** The newest event that says something to a reader (session and usage events do not). */
+function newestTelling(events: TaskEvent[]): TaskEvent | undefined {
+  for (let i = events.length - 1; i >= 0; i--) if (describe(events[i]!)) return events[i];
   return undefined;
 }
 

@@ -2,8 +2,10 @@
 import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import {
+  DEFAULT_EVENT_PAGE,
   type Engine,
   EngineError,
+  EVENT_PAGE_TEXT_CODE_POINTS,
   InvalidArgumentError,
   MAX_EVENT_PAGE,
   MAX_LIST_PAGE,
@@ -40,6 +42,12 @@ const timeoutSeconds = z
   .describe(
     "The round's hard deadline in seconds, at most the operator's limit (a larger value is refused, naming the limit).",
   );
+
+/**
+ * The event-page text budget as descriptions show it ("8,192"). Grouped by hand: toLocaleString would fault in ICU's
+ * locale data, about 6 MiB of the daemon's resident memory, for one comma.
+ */
+const PAGE_TEXT = String(EVENT_PAGE_TEXT_CODE_POINTS).replace(/\B(?=(\d{3})+$)/g, ',');
 
 async function guarded(fn: () => unknown | Promise<unknown>, tool?: string) {
   try {
@@ -87,7 +95,7 @@ export function hubTools(engine: Engine, caller: string): ToolDef[] {
     }),
     defineTool({
       name: 'agent_status',
-      description: 'State, rounds, result summary, git snapshots and a page of events after `after`.',
+      description: `A glance: state, rounds, result summary, git snapshots and a page of events after \`after\`. Streamed answer text is left out: a \`message\` event says only how long it is (\`chars\`); agent_wait gives the text as it streams, agent_result the answer so far. A page ends early (hasMore) once its events carry ${PAGE_TEXT} code points of text.`,
       input: z
         .object({ taskId, after: cursor.optional(), limit: z.number().int().min(1).max(MAX_EVENT_PAGE).optional() })
         .strict(),
@@ -96,7 +104,7 @@ export function hubTools(engine: Engine, caller: string): ToolDef[] {
     }),
     defineTool({
       name: 'agent_wait',
-      description: `Wait (at most ${MAX_WAIT_MS / 1000} s) for events after \`after\` or a terminal state; pass the returned nextCursor next time. To wait on several tasks at once, give \`tasks\` (up to ${MAX_WAIT_TASKS}, each with its own cursor) instead of taskId/after: it returns when any has events after its cursor (\`ready\` names them) or all have ended.`,
+      description: `Wait (at most ${MAX_WAIT_MS / 1000} s) for events after \`after\` or a terminal state; pass the returned nextCursor next time. A page holds at most ${DEFAULT_EVENT_PAGE} events and ${PAGE_TEXT} code points of event text (streamed answer text included); hasMore says more is there now. To wait on several tasks at once, give \`tasks\` (up to ${MAX_WAIT_TASKS}, each with its own cursor) instead of taskId/after: it returns when any has events after its cursor (\`ready\` names them) or all have ended.`,
       input: z
         .object({
           taskId: taskId.optional(),

@@ -309,7 +309,8 @@ export class Dashboard {
   }
 
   private taskPage(res: ServerResponse, id: string, session: Session): void {
-    const t = this.opts.engine.status(OPERATOR, id, 0, MAX_EVENT_PAGE);
+    // With the streamed text, like the live stream that follows from the page's cursor (rule: event-pages).
+    const t = this.opts.engine.status(OPERATOR, id, 0, MAX_EVENT_PAGE, { messageText: true });
     const parts = this.taskParts(t, session);
     const follow = !(isTerminal(t.state) && !t.hasMore);
     const body = html`<p><a href="/ui">All tasks</a></p><h1>Task ${t.taskId}</h1>

@@ -24,8 +24,12 @@ export function eventText(ev: TaskEvent): string {
       return `${str(ev.decision)}: ${str(ev.what)}`;
     case 'error':
       return str(ev.message);
+    case 'message':
+      // A status page gives streamed text only as its length (rule: event-pages); a wait page gives the text.
+      if (typeof ev.text === 'string') return str(ev.text);
+      return `(${typeof ev.chars === 'number' ? ev.chars : '?'} characters of the answer)${ev.capped ? ' capped' : ''}`;
     default: {
-      // Kinds added later (streamed `message` text, …) show their text, or else their fields, without a change here.
+      // Kinds added later show their text, or else their fields, without a change here.
       if (ev.kind !== 'usage' && typeof ev.text === 'string') return str(ev.text);
       const { seq: _s, time: _t, round: _r, kind: _k, ...rest } = ev;
       return Object.entries(rest)
@@ -86,7 +90,8 @@ export function gitChanges(before: unknown, after: unknown): { path: string; bef
     const now = a.get(path) ?? 'clean';
     if (was !== now) out.push({ path: str(path), before: was, after: now });
   }
-  return out.sort((x, y) => x.path.localeCompare(y.path));
+  // Code-unit order, as git lists paths; localeCompare would load ICU's collator into the hub (about 3 MiB resident).
+  return out.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0));
 }
 
 /** Whitespace folded to single spaces and cut to `max` code points (never half a surrogate pair), with … when cut. */
