@@ -1,6 +1,6 @@
-// The hub config, loaded on use. faces/hub/config.ts reaches the agent registry (every agent kind, the ACP SDK, ws),
-// so a command imports it only inside its action: `baton mcp` and `baton attach` never read the config and must not
-// pay for it at start (rule: lazy-commands).
+// The hub config, loaded on use. faces/hub/config.ts brings zod and every agent kind's config schema (never an
+// adapter), so a command imports it only inside its action: `baton mcp` and `baton attach` never read the config and
+// must not pay for it at start (rule: lazy-commands).
 import type { HubConfig } from '../faces/hub/config.ts';
 import { locateConfig } from '../faces/hub/locate.ts';
 

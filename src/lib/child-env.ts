@@ -17,7 +17,11 @@ interface Rule {
   except?: readonly string[];
 }
 
-/** What any process needs to run: its paths, user, locale, terminal, time zone, proxies and CA certificates. */
+/**
+ * What any process needs to run: its paths, user, locale, terminal, time zone, proxies and CA certificates; and the
+ * user's Node compile-cache setting (rule: node-compile-cache), so a Node agent (Gemini CLI, a Node ACP agent, Codex's
+ * launcher) reuses its compiled code instead of compiling it cold at every start. It names a cache dir, not a secret.
+ */
 const GENERIC: Rule = {
   names: [
     'PATH',
@@ -43,6 +47,8 @@ const GENERIC: Rule = {
     'SSL_CERT_FILE',
     'SSL_CERT_DIR',
     'NODE_EXTRA_CA_CERTS',
+    'NODE_COMPILE_CACHE',
+    'NODE_DISABLE_COMPILE_CACHE',
   ],
   prefixes: ['LC_'],
 };

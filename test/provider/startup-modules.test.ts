@@ -1,13 +1,15 @@
 // A provider's start loads only its own code (rule: lazy-commands): `baton mcp --provider X` through the official MCP
 // SDK client, with every module the process loads logged (test/support/module-log.mjs) up to the answered tools/list.
 // None of the hub's config or server, the store, the agent registry, the ACP SDK, ws or another provider may be among
-// them; the provider's own module must be (so the log is known to work).
+// them; the provider's own module must be (so the log is known to work). A command that reads the hub config checks
+// every agent entry against its kind's schema without loading the registry or any adapter.
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { bins, NODE_CACHE_ENV, REPO_ROOT } from '../support/bins.ts';
+import { isolatedEnv, runGroup, writeHubConfig } from '../support/hub.ts';
 import { spawnStdioClient } from '../support/stdio-client.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -69,3 +71,48 @@ for (const provider of PROVIDERS) {
     }
   });
 }
+
+test('a command that reads the hub config (`baton examples`) checks every agent kind without loading the registry or an adapter', async (t) => {
+  const dir = tempDir(t, 'baton-startup-modules-config-');
+  const project = join(dir, 'project');
+  mkdirSync(project);
+  // One agent of every kind, each with a kind-specific key, so each kind's schema really checks an entry.
+  writeHubConfig({
+    dir,
+    roots: [project],
+    agents: {
+      claude: { kind: 'claude', effort: 'high' },
+      codex: { kind: 'codex', command: ['codex'] },
+      opencode: { kind: 'opencode', model: 'mock/model' },
+      gemini: { kind: 'acp', command: ['gemini', '--acp'] },
+    },
+  });
+  const log = join(dir, 'modules.log');
+  const ran = await runGroup(
+    process.execPath,
+    ['--import', MODULE_LOG_HOOK, join(REPO_ROOT, 'bin/baton.js'), 'examples'],
+    isolatedEnv(dir, { BATON_MODULE_LOG: log, ...NODE_CACHE_ENV }),
+  );
+  assert.equal(ran.code, 0, ran.stderr);
+  const loaded = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+  for (const schema of ['acp', 'claude', 'codex', 'opencode'])
+    assert.ok(
+      loaded.some((u) => u.endsWith(`/dist/agents/${schema}/config.js`)),
+      `the ${schema} config schema is loaded (${loaded.length} modules logged)`,
+    );
+  const adapters = [
+    '/dist/agents/registry.js',
+    '/dist/agents/claude/agent.js',
+    '/dist/agents/codex/adapter.js',
+    '/dist/agents/opencode/agent.js',
+    '/dist/agents/acp/agent.js',
+    '/dist/faces/hub/server.js',
+    '/dist/core/store.js',
+    '/dist/core/engine.js',
+    '/node_modules/@agentclientprotocol/',
+    '/node_modules/@modelcontextprotocol/',
+    'node:sqlite',
+  ];
+  const unwanted = loaded.filter((u) => adapters.some((n) => u.includes(n)));
+  assert.deepEqual(unwanted, [], 'modules a config-reading command must not load');
+});

@@ -42,6 +42,8 @@ const parent: NodeJS.ProcessEnv = {
   TMPDIR: '/tmp/x',
   HTTPS_PROXY: 'http://proxy:3128',
   NODE_EXTRA_CA_CERTS: '/etc/ca.pem',
+  NODE_COMPILE_CACHE: '/home/someone/.cache/node-compile-cache',
+  NODE_OPTIONS: '--require /home/someone/hook.js',
   SOME_UNRELATED_SECRET: 'not-for-children',
   ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/anthropic',
   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
@@ -71,9 +73,21 @@ describe('childEnv: the shared allowlist', () => {
       assert.deepEqual(batonKeys(env), []);
       for (const value of Object.values(PLANTED)) assert.ok(!Object.values(env).includes(value));
       // The generic process variables pass for every kind; an unknown variable does not.
-      for (const name of ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TMPDIR', 'HTTPS_PROXY', 'NODE_EXTRA_CA_CERTS'])
-        assert.equal(env[name], parent[name], `${kind} gets ${name}`);
+      // NODE_COMPILE_CACHE is only where Node keeps compiled code (rule: node-compile-cache); other NODE_* settings,
+      // which could load code into the child, stay behind.
+      const generic = [
+        'PATH',
+        'HOME',
+        'LANG',
+        'LC_ALL',
+        'TMPDIR',
+        'HTTPS_PROXY',
+        'NODE_EXTRA_CA_CERTS',
+        'NODE_COMPILE_CACHE',
+      ];
+      for (const name of generic) assert.equal(env[name], parent[name], `${kind} gets ${name}`);
       assert.equal(env.SOME_UNRELATED_SECRET, undefined);
+      assert.equal(env.NODE_OPTIONS, undefined);
     });
   }
 

@@ -178,3 +178,46 @@ test('roots: the user config in XDG dirs names its state dir, so --config FILE f
   assert.equal(viaFlag.stateDirPath, join(dir, 'st', 'baton'));
   assert.equal(viaFlag.connectionsDirPath, join(dir, 'cfg', 'baton', 'connections'));
 });
+
+test("loadConfig checks each agent entry against its kind's schema: an unknown kind and a bad kind-specific value are refused with their path", (t) => {
+  const dir = tempDir(t);
+  const project = join(dir, 'project');
+  mkdirSync(project);
+  const base = {
+    version: 1,
+    roots: [project],
+    control: { token: 'c'.repeat(40) },
+    callers: { alice: { token: 'a'.repeat(40) } },
+  };
+  const write = (name: string, agents: Record<string, unknown>) => {
+    const home = join(dir, name);
+    mkdirSync(home, { mode: 0o700 });
+    const path = join(home, 'config.json');
+    writeFileSync(path, JSON.stringify({ ...base, agents }), { mode: 0o600 });
+    return path;
+  };
+  const ok = loadConfig(
+    write('ok', {
+      claude: { kind: 'claude', effort: 'high' },
+      codex: { kind: 'codex' },
+      opencode: { kind: 'opencode', model: 'mock/model' },
+      gemini: { kind: 'acp', command: ['gemini', '--acp'] },
+    }),
+  );
+  assert.deepEqual(Object.keys(ok.agents), ['claude', 'codex', 'opencode', 'gemini']);
+  assert.throws(
+    () => loadConfig(write('kind', { robot: { kind: 'robot' } })),
+    (err: Error) =>
+      err instanceof ConfigError &&
+      /agents\.robot\.kind: unknown kind "robot" \(known: acp, claude, codex, opencode\)/.test(err.message),
+  );
+  assert.throws(
+    () => loadConfig(write('effort', { claude: { kind: 'claude', effort: 'extreme' } })),
+    (err: Error) => err instanceof ConfigError && /agents\.claude\.effort: /.test(err.message),
+  );
+  assert.throws(
+    () => loadConfig(write('model', { opencode: { kind: 'opencode', model: 'no-slash' } })),
+    (err: Error) =>
+      err instanceof ConfigError && /agents\.opencode\.model: model must be "provider\/model"/.test(err.message),
+  );
+});

@@ -4,7 +4,6 @@
 // the session abort; events come from the server's event stream.
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { z } from 'zod';
 import { spawnFailure } from '../../lib/agent-path.ts';
 import { type AuthMirror, mirrorAuthFile } from '../../lib/auth-mirror.ts';
 import { captureCommand } from '../../lib/capture.ts';
@@ -25,32 +24,13 @@ import type {
   TurnOptions,
 } from '../agent.ts';
 import { OpenCodeClient, type OpenCodeEvent, type Part } from './client.ts';
+import { MODEL_PATTERN, type OpenCodeAgentConfig } from './config.ts';
 import { startOpenCodeServer } from './serve.ts';
 
 /** Wait for the turn to go idle after an abort before the cancel counts as unacknowledged (rule: cancel-then-stop). */
 export const DEFAULT_CANCEL_GRACE_MS = 5_000;
 const VERSION_PROBE_TIMEOUT_MS = 15_000;
-const MODEL_PATTERN = /^[^/\s]+\/\S+$/;
 const PERMISSION_DENIED_MESSAGE = 'baton runs this task unattended and denies permission requests; continue without it';
-
-export const openCodeConfigSchema = z.strictObject({
-  /** The opencode binary (default `opencode` on PATH). */
-  binary: z.string().min(1).optional(),
-  /** Use this running server instead of starting one; its password comes from OPENCODE_SERVER_PASSWORD. */
-  serverUrl: z.url({ protocol: /^https?$/ }).optional(),
-  /** `provider/model`, passed on every message (a bad model otherwise sticks to a session). */
-  model: z.string().regex(MODEL_PATTERN, 'model must be "provider/model"').optional(),
-  /** Extra environment for a server baton starts (for example OPENCODE_CONFIG_CONTENT). */
-  env: z.record(z.string(), z.string()).optional(),
-  cancelGraceMs: z.int().min(0).max(600_000).optional(),
-});
-
-export type OpenCodeAgentConfig = z.infer<typeof openCodeConfigSchema>;
-
-export const openCodeAgentKind = {
-  configSchema: openCodeConfigSchema,
-  create: (name: string, config: OpenCodeAgentConfig, ctx: AgentContext): Agent => new OpenCodeAgent(name, config, ctx),
-};
 
 // Rule `no-recursion`: no project opencode.json (it could add MCP servers or plugins), no Claude Code compatibility, no
 // downloads.

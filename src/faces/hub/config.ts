@@ -6,7 +6,7 @@ import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ACP_PRESETS } from '../../agents/acp/presets.ts';
-import { AGENT_KINDS } from '../../agents/registry.ts';
+import { AGENT_KIND_NAMES, agentConfigSchema } from '../../agents/kinds.ts';
 import { findAgentBinary } from '../../lib/agent-path.ts';
 import { isWithin, realish } from '../../lib/paths.ts';
 import { ensurePrivateDir, writePrivateFile } from '../../lib/private-fs.ts';
@@ -152,14 +152,14 @@ export function loadConfig(where: string | ConfigLocation): HubConfig {
   if (!parsed.success) throw new ConfigError(`invalid config ${path}:\n  ${formatIssues(parsed.error)}`);
   const cfg = parsed.data;
   for (const [agentName, entry] of Object.entries(cfg.agents)) {
-    const kind = AGENT_KINDS[entry.kind];
-    if (!kind) {
+    const schema = agentConfigSchema(entry.kind);
+    if (!schema) {
       throw new ConfigError(
-        `invalid config ${path}:\n  agents.${agentName}.kind: unknown kind "${entry.kind}" (known: ${Object.keys(AGENT_KINDS).join(', ')})`,
+        `invalid config ${path}:\n  agents.${agentName}.kind: unknown kind "${entry.kind}" (known: ${AGENT_KIND_NAMES.join(', ')})`,
       );
     }
     const { kind: _k, ...rest } = entry;
-    const check = kind.configSchema.safeParse(rest);
+    const check = schema.safeParse(rest);
     if (!check.success) {
       const issues = check.error.issues.map((i) => `agents.${agentName}.${i.path.join('.')}: ${i.message}`);
       throw new ConfigError(`invalid config ${path}:\n  ${issues.join('\n  ')}`);
@@ -316,7 +316,10 @@ function createConfig(opts: InitOptions, roots: string[]): string[] {
   const agents =
     opts.agents ??
     Object.fromEntries(
-      AGENT_PRESETS.filter((p) => p.entry.kind in AGENT_KINDS && findOnPath(p.binary)).map((p) => [p.name, p.entry]),
+      AGENT_PRESETS.filter((p) => agentConfigSchema(p.entry.kind) && findOnPath(p.binary)).map((p) => [
+        p.name,
+        p.entry,
+      ]),
     );
   const callers = Object.fromEntries(DEFAULT_CALLERS.map((c) => [c, { token: newToken() }]));
   const dir = dirname(loc.configPath);

@@ -1,7 +1,6 @@
-// The `claude` agent kind: strict config schema and factory (registered in src/agents/registry.ts).
+// The `claude` agent kind's config schema: a small module of its own, so reading the hub config (every CLI command)
+// does not load the adapter (rule: lazy-commands).
 import { z } from 'zod';
-import type { AgentKind } from '../agent.ts';
-import { ClaudeAgent, claudeHomeDir } from './agent.ts';
 import { CLAUDE_EFFORTS } from './policy.ts';
 
 export const claudeConfigSchema = z.strictObject({
@@ -13,9 +12,3 @@ export const claudeConfigSchema = z.strictObject({
   userConfigDir: z.string().min(1).max(4096).optional(),
   maxRetries: z.number().int().min(0).max(10).optional(),
 });
-
-export const claudeKind: AgentKind<typeof claudeConfigSchema> = {
-  configSchema: claudeConfigSchema,
-  create: (name, config, ctx) =>
-    new ClaudeAgent(name, { ...config, homeDir: claudeHomeDir(ctx.stateDir, name), logger: ctx.logger }),
-};
