@@ -72,6 +72,15 @@ const MIGRATIONS: string[] = [
   `CREATE TABLE mcp_sessions (
      id_hash TEXT PRIMARY KEY, caller TEXT NOT NULL, created_at TEXT NOT NULL, last_seen TEXT NOT NULL);
    CREATE INDEX mcp_sessions_by_caller ON mcp_sessions(caller, last_seen);`,
+  // Migration 4 (issue 13, event pages): an event's text length is a column, and a `message` event's text lives in a
+  // column of its own rather than inside its JSON, so a page that leaves message text out (agent_status) reads neither
+  // it nor JSON the size of it: its cost no longer grows with how much answer text was streamed.
+  // `chars` comes before `text` in the row, so reading it never walks a long text's overflow pages.
+  `ALTER TABLE events ADD COLUMN chars INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE events ADD COLUMN text TEXT;
+   UPDATE events SET chars = length(json_extract(data, '$.text')) WHERE json_type(data, '$.text') = 'text';
+   UPDATE events SET text = json_extract(data, '$.text'), data = json_remove(data, '$.text')
+     WHERE json_extract(data, '$.kind') = 'message' AND json_type(data, '$.text') = 'text';`,
 ];
 
 /** The task columns a TaskRow is built from: never the commentary, which lives in its own table. */
@@ -86,16 +95,12 @@ const ROUND_SUMMARY_COLUMNS = `task_id, n, state, started_at, ended_at, before, 
 
 /** Small commentary appends are joined into the newest chunk up to this size, so a chunk is never rewritten whole. */
 /**
- * Event pages (Store.eventPage). `chars` is the length of the text the row carries as returned, in code points
- * (SQLite's length() of text counts characters): what counts against a page's text budget.
+ * Event pages (Store.eventPage). `chars` is the length in code points of the event's text, stored when it was
+ * appended; a `message` event keeps its text in `text`, outside `data`.
  */
-const EVENTS_WITH_TEXT = `SELECT data, length(json_extract(data, '$.text')) AS chars FROM events
-  WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?`;
-/** The same without `message` text: such an event says how long its text is instead (`chars`). */
-const EVENTS_WITHOUT_MESSAGE_TEXT = `SELECT CASE WHEN kind = 'message'
-    THEN json_set(json_remove(data, '$.text'), '$.chars', length(json_extract(data, '$.text'))) ELSE data END AS data,
-    CASE WHEN kind = 'message' THEN 0 ELSE length(json_extract(data, '$.text')) END AS chars
-  FROM (SELECT data, json_extract(data, '$.kind') AS kind FROM events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?)`;
+const EVENTS_WITH_TEXT = 'SELECT data, text, chars FROM events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?';
+/** The same without `message` text, which is never read: such an event says how long its text is instead (`chars`). */
+const EVENTS_WITHOUT_MESSAGE_TEXT = 'SELECT data, chars FROM events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?';
 const COMMENTARY_CHUNK_BYTES = 16 * 1024;
 const RESULT_PREVIEW_CODE_POINTS = 200;
 /** How long a round's end may wait for its background sync (syncSoon). */
@@ -678,7 +683,15 @@ export class Store {
       }
     ).last_seq;
     const full = { seq, ...event } as TaskEvent;
-    this.stmt('INSERT INTO events (task_id, seq, data) VALUES (?, ?, ?)').run(taskId, seq, JSON.stringify(full));
+    const text = typeof full.text === 'string' ? full.text : undefined;
+    const moved = full.kind === 'message' && text !== undefined;
+    this.stmt('INSERT INTO events (task_id, seq, data, text, chars) VALUES (?, ?, ?, ?, ?)').run(
+      taskId,
+      seq,
+      JSON.stringify(moved ? { ...full, text: undefined } : full),
+      moved ? text : null,
+      text === undefined ? 0 : countCodePoints(text),
+    );
     return full;
   }
 
@@ -700,26 +713,24 @@ export class Store {
       taskId,
       after,
       limit + 1,
-    ) as Iterable<{ data: string; chars: number | null }>;
+    ) as Iterable<EventRow>;
     const events: TaskEvent[] = [];
     let text = 0;
     for (const row of rows) {
-      const chars = row.chars ?? 0;
-      if (events.length === limit || (events.length > 0 && text + chars > textBudget)) return { events, hasMore: true };
+      if (events.length === limit) return { events, hasMore: true };
+      const ev = eventOf(row);
+      // A message whose text stayed in its column: the page says how long it is instead.
+      const withoutText = ev.kind === 'message' && ev.text === undefined;
+      const chars = withoutText ? 0 : row.chars;
+      if (events.length > 0 && text + chars > textBudget) return { events, hasMore: true };
       text += chars;
-      events.push(JSON.parse(row.data) as TaskEvent);
+      events.push(withoutText ? { ...ev, chars: row.chars } : ev);
     }
     return { events, hasMore: false };
   }
 
   events(taskId: string, after: number, limit: number): TaskEvent[] {
-    return (
-      this.stmt('SELECT data FROM events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?').all(
-        taskId,
-        after,
-        limit,
-      ) as { data: string }[]
-    ).map((r) => JSON.parse(r.data) as TaskEvent);
+    return (this.stmt(EVENTS_WITH_TEXT).all(taskId, after, limit) as unknown as EventRow[]).map(eventOf);
   }
 
   // ---- idempotency
@@ -874,4 +885,17 @@ function toRoundSummary(r: Row): RoundSummary {
 
 function toRound(r: Row): RoundRow {
   return { ...roundBase(r), prompt: String(r.prompt) };
+}
+
+interface EventRow {
+  data: string;
+  chars: number;
+  /** Selected only when a page carries message text. */
+  text?: string | null;
+}
+
+/** An event as appended: a `message` event's text goes back in from its own column. */
+function eventOf(row: EventRow): TaskEvent {
+  const ev = JSON.parse(row.data) as TaskEvent;
+  return typeof row.text === 'string' ? { ...ev, text: row.text } : ev;
 }

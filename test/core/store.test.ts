@@ -165,3 +165,57 @@ test('syncSoon syncs the WAL from a descriptor of its own, which close() release
   assert.equal(reopened.getTask('t1')?.id, 't1');
   reopened.close();
 });
+
+test('event pages: message text is kept apart from the event JSON and a page without it never reads it; old rows migrate', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-store-events-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'state.db');
+  const text = `${'😀'.repeat(3)}answer\n`;
+  const time = new Date().toISOString();
+  const open = () => {
+    const s = new Store(path);
+    if (!s.getTask('t1'))
+      s.insertTask({ id: 't1', caller: 'c', agent: 'a', cwd: '/', workdir: '/', isolation: 'none', now: time });
+    return s;
+  };
+  let store = open();
+  store.appendEvent('t1', { time, round: 1, kind: 'commentary', text: 'looking' });
+  store.appendEvent('t1', { time, round: 1, kind: 'message', text });
+  const stored = store.db.prepare('SELECT data, text, chars FROM events ORDER BY seq').all() as {
+    data: string;
+    text: string | null;
+    chars: number;
+  }[];
+  assert.deepEqual(
+    stored.map((r) => [JSON.parse(r.data).text, r.text, r.chars]),
+    [
+      ['looking', null, 7],
+      [undefined, text, 10],
+    ],
+    "a message's text is in its own column, not in the JSON; chars counts code points",
+  );
+  const expectPages = (s: Store) => {
+    assert.deepEqual(s.events('t1', 0, 10), [
+      { seq: 1, time, round: 1, kind: 'commentary', text: 'looking' },
+      { seq: 2, time, round: 1, kind: 'message', text },
+    ]);
+    assert.deepEqual(s.eventPage('t1', 0, 10, 8_192, false).events[1], {
+      seq: 2,
+      time,
+      round: 1,
+      kind: 'message',
+      chars: 10,
+    });
+    // The text budget counts the message's text only where the page carries it.
+    assert.equal(s.eventPage('t1', 0, 10, 8, true).events.length, 1);
+    assert.equal(s.eventPage('t1', 0, 10, 8, false).events.length, 2);
+  };
+  expectPages(store);
+  // A store written before migration 4 held every text inside the event JSON: put the rows back that way.
+  store.db.exec(`UPDATE events SET data = json_set(data, '$.text', text) WHERE text IS NOT NULL;
+    ALTER TABLE events DROP COLUMN text; ALTER TABLE events DROP COLUMN chars; PRAGMA user_version = 3;`);
+  store.close();
+  store = open();
+  t.after(() => store.close());
+  expectPages(store);
+});
