@@ -4,6 +4,7 @@
 import { closeSync, copyFileSync, existsSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { compareCodeUnits } from '../lib/chars.ts';
 import { ensurePrivateDir, PRIVATE_FILE_MODE } from '../lib/private-fs.ts';
 import { DaemonLease, LeaseHeldError } from './lease.ts';
 import { Store } from './store.ts';
@@ -20,10 +21,7 @@ export interface BackupInfo {
   mtimeMs: number;
 }
 
-/**
- * Backups in the state dir, newest first. Names are ASCII time stamps, so plain string order: localeCompare would load
- * ICU's collator, about 3 MiB of resident memory in the daemon, which lists backups at start.
- */
+/** Backups in the state dir, newest first (names are ASCII time stamps). */
 export function listBackups(stateDir: string): BackupInfo[] {
   const dir = backupsDir(stateDir);
   if (!existsSync(dir)) return [];
@@ -34,7 +32,7 @@ export function listBackups(stateDir: string): BackupInfo[] {
       const st = statSync(path);
       return { name, path, size: st.size, mtimeMs: st.mtimeMs };
     })
-    .sort((a, b) => (a.name < b.name ? 1 : a.name > b.name ? -1 : 0));
+    .sort((a, b) => compareCodeUnits(b.name, a.name));
 }
 
 /** Writes a `VACUUM INTO` copy of `db` into <stateDir>/backups (0600) and keeps the newest `keep`. */

@@ -19,3 +19,11 @@ export function cutCodePoints(text: string, max: number): string {
   }
   return out;
 }
+
+/**
+ * Orders strings by UTF-16 code unit, as `<` does (git lists paths in this order). String#localeCompare would load
+ * ICU's collator, about 3 MiB of resident memory, into a daemon that only needs a stable order.
+ */
+export function compareCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

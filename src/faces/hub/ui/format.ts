@@ -2,7 +2,7 @@
 // tasks-command, dashboard). Agent text is untrusted: terminal controls are stripped here; HTML escaping is the page's
 // job.
 import type { TaskEvent } from '../../../core/task.ts';
-import { cutCodePoints, stripTerminalControls } from '../../../lib/text.ts';
+import { compareCodeUnits, cutCodePoints, stripTerminalControls } from '../../../lib/chars.ts';
 
 const str = (v: unknown) => (typeof v === 'string' ? stripTerminalControls(v) : v === undefined ? '' : String(v));
 
@@ -90,8 +90,7 @@ export function gitChanges(before: unknown, after: unknown): { path: string; bef
     const now = a.get(path) ?? 'clean';
     if (was !== now) out.push({ path: str(path), before: was, after: now });
   }
-  // Code-unit order, as git lists paths; localeCompare would load ICU's collator into the hub (about 3 MiB resident).
-  return out.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0));
+  return out.sort((x, y) => compareCodeUnits(x.path, y.path));
 }
 
 /** Whitespace folded to single spaces and cut to `max` code points (never half a surrogate pair), with … when cut. */
