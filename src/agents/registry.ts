@@ -8,7 +8,7 @@
 import type { AcpAgent } from './acp/agent.ts';
 import type { Agent, AgentContext, AgentKind } from './agent.ts';
 import { ClaudeAgent, claudeHomeDir } from './claude/agent.ts';
-import { AGENT_CONFIG_SCHEMAS, AGENT_KIND_NAMES, type AgentKindName, agentConfigSchema } from './kinds.ts';
+import { AGENT_CONFIG_SCHEMAS, AGENT_KIND_NAMES, type AgentKindName } from './kinds.ts';
 
 /** One instance, imported on first use; creating an adapter has no side effect worth doing early. */
 function onFirstUse<T>(load: () => Promise<T>): () => Promise<T> {
@@ -73,7 +73,7 @@ const AGENT_KINDS: Record<AgentKindName, AgentKind> = {
 };
 
 export function createAgent(name: string, entry: { kind: string } & Record<string, unknown>, ctx: AgentContext): Agent {
-  const kind = agentConfigSchema(entry.kind) ? AGENT_KINDS[entry.kind as AgentKindName] : undefined;
+  const kind = Object.hasOwn(AGENT_KINDS, entry.kind) ? AGENT_KINDS[entry.kind as AgentKindName] : undefined;
   if (!kind) throw new Error(`agent "${name}": unknown kind "${entry.kind}" (known: ${AGENT_KIND_NAMES.join(', ')})`);
   const { kind: _k, ...rest } = entry;
   return kind.create(name, kind.configSchema.parse(rest), ctx);
