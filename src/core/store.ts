@@ -729,10 +729,6 @@ export class Store {
     return { events, hasMore: false };
   }
 
-  events(taskId: string, after: number, limit: number): TaskEvent[] {
-    return (this.stmt(EVENTS_WITH_TEXT).all(taskId, after, limit) as unknown as EventRow[]).map(eventOf);
-  }
-
   // ---- idempotency
 
   getIdempotency(caller: string, key: string): IdempotencyRecord | undefined {

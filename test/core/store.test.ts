@@ -195,7 +195,7 @@ test('event pages: message text is kept apart from the event JSON and a page wit
     "a message's text is in its own column, not in the JSON; chars counts code points",
   );
   const expectPages = (s: Store) => {
-    assert.deepEqual(s.events('t1', 0, 10), [
+    assert.deepEqual(s.eventPage('t1', 0, 10, Number.POSITIVE_INFINITY, true).events, [
       { seq: 1, time, round: 1, kind: 'commentary', text: 'looking' },
       { seq: 2, time, round: 1, kind: 'message', text },
     ]);

@@ -33,12 +33,16 @@ function setup(t: Parameters<typeof tempDir>[0]) {
   return { store, log, commits: () => commits };
 }
 
+/** Every event of task t-1 up to `limit`, with its text (one event page without a text budget). */
+const allEvents = (store: Store, limit: number) =>
+  store.eventPage('t-1', 0, limit, Number.POSITIVE_INFINITY, true).events;
+
 test('10,000 events become 20 transactions of 500, in order', (t) => {
   const { store, log, commits } = setup(t);
   for (let i = 1; i <= 10_000; i++) log.recordEvent('t-1', 1, { kind: 'status', text: `e${i}` });
   log.flush();
   assert.equal(commits(), 20);
-  const events = store.events('t-1', 0, 20_000);
+  const events = allEvents(store, 20_000);
   assert.equal(events.length, 10_000);
   assert.deepEqual(
     events.slice(0, 2).map((e) => [e.seq, (e as unknown as { text: string }).text]),
@@ -54,14 +58,14 @@ test('a write of the task flushes queued events first, so their order is kept', 
   log.recordEvent('t-1', 1, { kind: 'status', text: 'before' });
   log.recordEvent('t-1', 1, { kind: 'commentary', text: 'thinking' });
   log.finishRound('t-1', 1, { state: 'failed', error: 'boom' });
-  const kinds = store.events('t-1', 0, 10).map((e) => e.kind);
+  const kinds = allEvents(store, 10).map((e) => e.kind);
   assert.deepEqual(kinds, ['status', 'commentary', 'lifecycle']);
   assert.equal(store.getCommentary('t-1').tail, 'thinking');
 });
 
 // Issue 15: streamed answer text becomes `message` events, coalesced, redacted and bounded.
 const messages = (store: Store) =>
-  store.events('t-1', 0, 1_000).filter((e) => e.kind === 'message') as unknown as { text: string; capped?: true }[];
+  allEvents(store, 1_000).filter((e) => e.kind === 'message') as unknown as { text: string; capped?: true }[];
 
 test('streamed text is coalesced into message events, shown before a later event, and finished at the end', (t) => {
   const { store, log } = setup(t);
@@ -70,14 +74,14 @@ test('streamed text is coalesced into message events, shown before a later event
   // A later event of the task puts the settled text before it; the unfinished line waits.
   log.recordEvent('t-1', 1, { kind: 'status', text: 'after the text' });
   log.flush();
-  const before = store.events('t-1', 0, 100).map((e) => e.kind);
+  const before = allEvents(store, 100).map((e) => e.kind);
   assert.deepEqual(before, ['message', 'status'], '500 chunks became one event');
   assert.equal(messages(store)[0]!.text.split('\n').length - 1, 500);
   log.finishRound('t-1', 1, { state: 'failed' });
   const all = messages(store);
   assert.equal(all.at(-1)!.text, 'unfinished', 'the rest is written with the round’s end');
   assert.deepEqual(
-    store.events('t-1', 0, 100).map((e) => e.kind),
+    allEvents(store, 100).map((e) => e.kind),
     ['message', 'status', 'message', 'lifecycle'],
   );
 });
