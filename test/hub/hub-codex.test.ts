@@ -11,7 +11,15 @@ import { startResponsesMock } from '../codex/support.ts';
 import { commentaryThenReply, reply, stalledReply, userTexts } from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
-import { call, connectCaller, followToEnd, type HubSetup, startHub, waitForEvent } from '../support/hub.ts';
+import {
+  call,
+  connectCaller,
+  followToEnd,
+  HUB_TOOL_NAMES,
+  type HubSetup,
+  startHub,
+  waitForEvent,
+} from '../support/hub.ts';
 import { tempDir } from '../support/tmp.ts';
 
 function codexSetup(t: Parameters<typeof tempDir>[0], baseUrl: string): HubSetup & { work: string } {
@@ -42,16 +50,7 @@ test('hub + codex: run, follow, result, continue in the same thread, cancel, lis
   const alice = await connectCaller(t, hub, 'alice');
 
   const tools = await alice.listTools();
-  assert.deepEqual(tools.tools.map((x) => x.name).sort(), [
-    'agent_agents',
-    'agent_cancel',
-    'agent_continue',
-    'agent_list',
-    'agent_result',
-    'agent_run',
-    'agent_status',
-    'agent_wait',
-  ]);
+  assert.deepEqual(tools.tools.map((x) => x.name).sort(), HUB_TOOL_NAMES);
   assert.equal(tools.tools.find((x) => x.name === 'agent_run')!.inputSchema.additionalProperties, false);
 
   // agent_agents asks the real Codex for its version, login and models (model/list) without a model call.

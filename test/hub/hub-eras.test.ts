@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { connectCaller, type RunningHub, startHub, TEST_CALLERS } from '../support/hub.ts';
+import { connectCaller, HUB_TOOL_NAMES, type RunningHub, startHub, TEST_CALLERS } from '../support/hub.ts';
 import { assertToolContract, connectV2, freePort, v1Caller, v2Caller } from '../support/mcp-v2.ts';
 import { until } from '../support/poll.ts';
 import { acpScript, scriptedAgentSetup } from '../support/scripted-agent.ts';
@@ -91,16 +91,7 @@ test('hub on SDK v2: both eras, SDK v1 and v2 clients, the whole tool contract, 
     assert.equal(res.headers.get('mcp-session-id'), null);
     const list = await post(hub, 'alice', modernRequest('tools/list').body, modernRequest('tools/list').headers);
     const names = ((list.json?.result ?? { tools: [] }) as { tools: Array<{ name: string }> }).tools.map((x) => x.name);
-    assert.deepEqual(names.sort(), [
-      'agent_agents',
-      'agent_cancel',
-      'agent_continue',
-      'agent_list',
-      'agent_result',
-      'agent_run',
-      'agent_status',
-      'agent_wait',
-    ]);
+    assert.deepEqual(names.sort(), HUB_TOOL_NAMES);
   });
 
   await t.test('subscriptions/listen is acknowledged; the hub has no list changes to subscribe to', async () => {

@@ -12,6 +12,18 @@ import { type ChildGroup, spawnGroup } from '../../src/lib/process-group.ts';
 import { REPO_ROOT } from './bins.ts';
 import { WaitBudget } from './poll.ts';
 
+/** The hub's tools, sorted: what every caller's tools/list must name, whichever era and client asks. */
+export const HUB_TOOL_NAMES = [
+  'agent_agents',
+  'agent_cancel',
+  'agent_continue',
+  'agent_list',
+  'agent_result',
+  'agent_run',
+  'agent_status',
+  'agent_wait',
+];
+
 export const TEST_CALLERS = {
   alice: 'alice-token-0123456789abcdef0123456789abcdef',
   bob: 'bob-token-0123456789abcdef0123456789abcdef00',
