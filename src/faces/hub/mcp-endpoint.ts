@@ -134,14 +134,10 @@ export class McpEndpoint {
     }
     const messages = checkPost(req, res, body, true);
     if (!messages) return;
-    let refusal: string | undefined;
     // Admission may evict an idle session, a write like the new session's row.
-    if (
-      !this.write(res, () => {
-        refusal = this.admit(caller);
-      })
-    )
-      return;
+    const admitted = this.write(res, () => this.admit(caller));
+    if (!admitted) return;
+    const refusal = admitted.value;
     if (refusal) {
       this.opts.logger.warn('MCP session refused', { caller, reason: refusal });
       res.setHeader('retry-after', String(SESSION_EVICT_IDLE_MS / 1000));
@@ -166,16 +162,15 @@ export class McpEndpoint {
 
   /**
    * Runs a session-row write; a full disk is answered 507 with the store's own message, as every other write the hub
-   * refuses for lack of space (nothing was changed). False when the answer has been sent.
+   * refuses for lack of space (nothing was changed). Undefined when that answer has been sent.
    */
-  private write(res: ServerResponse, fn: () => unknown): boolean {
+  private write<T>(res: ServerResponse, fn: () => T): { value: T } | undefined {
     try {
-      fn();
-      return true;
+      return { value: fn() };
     } catch (err) {
       if (!isDiskFull(err)) throw err;
       sendJson(res, 507, jsonRpcError(-32000, new StoreFullError('nothing was changed').message));
-      return false;
+      return undefined;
     }
   }
 
