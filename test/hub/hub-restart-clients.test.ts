@@ -61,6 +61,26 @@ async function restart(): Promise<RunningHub> {
 }
 
 /**
+ * A client delegates, the shared hub restarts, and the client delegates again; `sameProcess` asserts it is still the
+ * process it was. Its 2025-era session ids went on working after the restart: the store holds the same ones, so the
+ * client never had to initialize again.
+ */
+async function delegateAcrossRestart(
+  caller: string,
+  delegate: (turn: number) => Promise<void>,
+  sameProcess: () => void,
+) {
+  await delegate(0);
+  const { stateDir } = (await sharedHub()).hub;
+  const before = sessionsOf(stateDir, caller);
+  assert.ok(before.length >= 1, 'the client holds a 2025-era session');
+  await restart();
+  await delegate(1);
+  sameProcess();
+  assert.deepEqual(sessionsOf(stateDir, caller), before);
+}
+
+/**
  * One Delegation per user turn: a model request is answered by the delegation of its turn (the number of user prompts
  * in it) and sees only that turn's tool exchanges, so the second turn delegates afresh instead of quoting the first.
  */
@@ -78,9 +98,8 @@ class Turns {
 
 test('a long-lived Codex app-server delegates, the hub restarts, and the same process delegates again', async (t) => {
   const dir = tempDir(t, 'baton-restart-codex-');
-  const { setup, hub: running } = await sharedHub();
+  const { setup, hub } = await sharedHub();
   const project = setup.roots[0]!;
-  let hub = running;
 
   const turns = new Turns(project, 2);
   const mock = await ResponsesMock.start((req: RecordedRequest) => {
@@ -133,21 +152,15 @@ test('a long-lived Codex app-server delegates, the hub restarts, and the same pr
     assert.equal(asked.at(-1), 'agent_result');
   };
 
-  await delegate(0);
-  const before = sessionsOf(hub.stateDir, 'codex');
-  assert.ok(before.length >= 1, 'the client holds a 2025-era session');
-  hub = await restart();
-  await delegate(1);
-  assert.equal(group.child.exitCode, null, 'the same Codex process');
-  // Its session id went on working after the restart: the client never had to initialize again.
-  assert.deepEqual(sessionsOf(hub.stateDir, 'codex'), before);
+  await delegateAcrossRestart('codex', delegate, () =>
+    assert.equal(group.child.exitCode, null, 'the same Codex process'),
+  );
 });
 
 test('a long-lived Gemini CLI (ACP) delegates, the hub restarts, and the same process delegates again', async (t) => {
   const dir = tempDir(t, 'baton-restart-gemini-');
-  const { setup, hub: running } = await sharedHub();
+  const { setup, hub } = await sharedHub();
   const project = setup.roots[0]!;
-  let hub = running;
 
   const turns = new Turns(project, 2);
   const mock = await startGeminiMock((req: RecordedRequest) => {
@@ -199,12 +212,7 @@ test('a long-lived Gemini CLI (ACP) delegates, the hub restarts, and the same pr
     assert.equal(asked.at(-1), 'agent_result');
   };
 
-  await delegate(0);
-  const before = sessionsOf(hub.stateDir, 'gemini');
-  assert.ok(before.length >= 1, 'the client holds a 2025-era session');
-  hub = await restart();
-  await delegate(1);
-  assert.equal(group.child.exitCode, null, 'the same Gemini CLI process');
-  // Its session id went on working after the restart: the client never had to initialize again.
-  assert.deepEqual(sessionsOf(hub.stateDir, 'gemini'), before);
+  await delegateAcrossRestart('gemini', delegate, () =>
+    assert.equal(group.child.exitCode, null, 'the same Gemini CLI process'),
+  );
 });
