@@ -2,6 +2,7 @@
 // own-process-group).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** Grace between SIGTERM and SIGKILL when stopping a group. */
 export const DEFAULT_STOP_GRACE_MS = 5_000;
@@ -109,6 +110,35 @@ export async function stopGroup(pgid: number, graceMs = DEFAULT_STOP_GRACE_MS): 
   if (await waitGroupGone(pgid, graceMs)) return true;
   signalGroup(pgid, 'SIGKILL');
   return waitGroupGone(pgid, graceMs);
+}
+
+/**
+ * The process groups of the live processes whose environment holds every `env` pair: for the descendants of a child
+ * that left its group (a sandbox wrapper starting a session of its own), known only by what their environment says.
+ * Linux only (read from /proc); elsewhere nothing is found.
+ */
+export function groupsWithEnvironment(env: Record<string, string>): Set<number> {
+  const wanted = Object.entries(env).map(([k, v]) => `${k}=${v}`);
+  const groups = new Set<number>();
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((e) => /^\d+$/.test(e));
+  } catch {
+    return groups;
+  }
+  for (const pid of pids) {
+    try {
+      const vars = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      if (!wanted.every((w) => vars.includes(w))) continue;
+      // Fields after the command name (which may hold spaces or parentheses): state, ppid, pgrp.
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const pgid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+      if (pgid > 1) groups.add(pgid);
+    } catch {
+      // Gone meanwhile, or another user's process.
+    }
+  }
+  return groups;
 }
 
 // A group that is not our child gives no exit event, so its disappearance can only be observed by probing.

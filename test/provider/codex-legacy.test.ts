@@ -58,6 +58,13 @@ const developerTexts = (input: Array<Record<string, unknown>>) =>
     .flatMap((i) => (i.content as Array<{ text?: string }>).map((c) => c.text ?? ''));
 const effortOf = (n: number) => (mock.turns[n]!.raw.body as { reasoning?: { effort?: string } }).reasoning?.effort;
 const sc = <T>(res: { structuredContent?: unknown }) => res.structuredContent as T;
+const commandOf = (pid: number) => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+  } catch {
+    return '';
+  }
+};
 
 /** The bridge's structured log lines (JSON on stderr). */
 const logEntries = (stderr: string): Array<Record<string, unknown>> =>
@@ -213,17 +220,24 @@ test('cancel on legacy Codex: codex-cancel stops a job and the command it runs, 
   const { jobId } = sc<{ jobId: string }>(
     await conn.call('codex-start', { prompt: 'run it', cwd: layout.workspace, sandbox: 'read-only' }),
   );
-  await until(async () => processesRunning(marker).length, {
+  // The command runs (the sleep itself, past the sandbox wrappers) and the job's status shows Codex reported it
+  // (exec_command_begin). By then Codex keeps it as a background process that its interrupt leaves running, so this
+  // is the case where baton must stop it; a cancel sent sooner can reach Codex while it still kills the command itself.
+  await until(async () => processesRunning(marker).filter((pid) => commandOf(pid).startsWith('sleep ')).length, {
     what: 'the job to run its command',
     ok: (n) => n > 0,
   });
+  await until(
+    async () => sc<{ status: string }>(await conn.call('codex-status', { jobId, cursor: 0, wait_ms: 0 })).status,
+    {
+      what: 'Codex to report the command',
+      ok: (status) => status === 'Running a command',
+    },
+  );
   const cancelled = sc<{ state: string; done: boolean }>(await conn.call('codex-cancel', { jobId }));
   assert.equal(cancelled.state, 'cancelled');
   assert.equal(cancelled.done, true);
-  await until(async () => processesRunning(marker).length, {
-    what: 'the command reaped',
-    ok: (n) => n === 0,
-  });
+  assert.deepEqual(processesRunning(marker), [], 'the command is stopped before the cancel is answered');
   const peek = sc<{ turns: unknown[]; abandonedTurnsProcessWide: number }>(await conn.call('codex-peek', {}));
   assert.deepEqual(peek.turns, []);
   assert.equal(peek.abandonedTurnsProcessWide, 0, 'Codex acknowledged the cancel');
@@ -256,6 +270,49 @@ test('cancel on legacy Codex: codex-cancel stops a job and the command it runs, 
     textOf(await conn.call('codex', { prompt: 'next', sandbox: 'read-only', cwd: layout.workspace })),
     'still serving',
   );
+});
+
+test('a client cancel stops the commands of the cancelled turn and spares one an earlier turn left running', async () => {
+  const earlier = `sleep 33.${process.pid}`;
+  const later = `sleep 34.${process.pid}`;
+  const running = (marker: string) => processesRunning(marker).filter((pid) => commandOf(pid).startsWith('sleep '));
+  try {
+    // The first turn leaves its command running: Codex answers the model after a short yield with the process alive.
+    const yieldSoon = { name: 'exec_command', args: (cmd: string) => ({ cmd, yield_time_ms: 250 }) };
+    mock.push(shellCall(earlier, { tool: yieldSoon }), reply('left it running'));
+    const first = await conn.call('codex', { prompt: 'start it', sandbox: 'read-only', cwd: layout.workspace });
+    assert.equal(textOf(first), 'left it running');
+    assert.equal(running(earlier).length, 1, 'the earlier command outlived its turn');
+
+    // A blocking reply on that thread runs another command; the client cancels it once Codex reported the command.
+    mock.push(shellCall(later));
+    const progress: string[] = [];
+    const controller = new AbortController();
+    const call = conn.client.callTool(
+      { name: 'codex-reply', arguments: { threadId: sc<{ threadId: string }>(first).threadId, prompt: 'run more' } },
+      { signal: controller.signal, timeout: 120_000, onprogress: (p) => progress.push(p.message ?? '') },
+    );
+    await until(async () => ({ running: running(later).length, reported: progress.includes('Running a command') }), {
+      what: 'the reply to run its command',
+      ok: (v) => v.running > 0 && v.reported,
+    });
+    controller.abort();
+    await assert.rejects(call);
+    await until(async () => processesRunning(later).length, {
+      what: 'the cancelled turn’s command stopped',
+      ok: (n) => n === 0,
+    });
+    const peek = sc<{ turns: unknown[]; abandonedTurnsProcessWide: number }>(await conn.call('codex-peek', {}));
+    assert.deepEqual(peek.turns, []);
+    assert.equal(peek.abandonedTurnsProcessWide, 0, 'Codex acknowledged the cancel');
+    assert.equal(running(earlier).length, 1, 'the earlier turn’s command is not the cancelled turn’s');
+  } finally {
+    for (const pid of [...processesRunning(earlier), ...processesRunning(later)]) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
+    }
+  }
 });
 
 test('every native frame but tools/list passes byte-for-byte (shim: tee)', async () => {

@@ -7,7 +7,7 @@ import type { Sandbox } from '../../../agents/agent.ts';
 import { codexChildEnv } from '../../../agents/codex/env.ts';
 import { readLines } from '../../../lib/jsonl.ts';
 import type { Logger } from '../../../lib/log.ts';
-import { type ChildGroup, spawnGroup } from '../../../lib/process-group.ts';
+import { type ChildGroup, groupsWithEnvironment, signalGroup, spawnGroup } from '../../../lib/process-group.ts';
 import { redact, redactError } from '../../../lib/redact.ts';
 import { stripTerminalControls } from '../../../lib/text.ts';
 import { argumentsIssue, describeIssues, toolError, toolJsonSchema } from '../../mcp-tools.ts';
@@ -105,6 +105,33 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
   const toCodex = (line: string | Buffer) => {
     codex.child.stdin?.write(typeof line === 'string' ? `${line}\n` : Buffer.concat([line, Buffer.from('\n')]));
   };
+  // Codex ≤ 0.153 keeps a command running after it aborts the turn that started it (its unified exec outlives turns),
+  // in a session of the command's own (the sandbox's), so neither Codex's cancel nor its process group reaches it. The
+  // bridge finds a thread's commands by the CODEX_HOME and CODEX_THREAD_ID Codex gives them (rule: cancel-then-stop).
+  function threadCommands(threadId: string): Set<number> {
+    const groups = groupsWithEnvironment({ CODEX_HOME: opts.homeDir, CODEX_THREAD_ID: threadId });
+    groups.delete(codex.pgid);
+    return groups;
+  }
+  async function stopCommands(threadId: string | undefined, spare: ReadonlySet<number> | undefined): Promise<void> {
+    if (threadId === undefined) return;
+    // Gone means no live process carries the thread any more: a zombie left for a parent to reap does no work, and the
+    // scan also catches a command started meanwhile.
+    const running = () => [...threadCommands(threadId)].filter((g) => !spare?.has(g));
+    let groups = running();
+    if (groups.length === 0) return;
+    logger.info('codex: stopping the commands of a stopped turn', { threadId, processGroups: groups.length });
+    for (const sig of ['SIGTERM', 'SIGKILL'] as const) {
+      for (const g of groups) signalGroup(g, sig);
+      const deadline = Date.now() + TEARDOWN_GRACE_MS;
+      while (groups.length > 0 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 25));
+        groups = running();
+      }
+      if (groups.length === 0) return;
+    }
+    logger.warn('codex: commands of a stopped turn survived SIGKILL', { threadId, processGroups: groups.length });
+  }
   const calls = new LegacyCalls({
     inflight,
     limits: opts.limits,
@@ -116,6 +143,8 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
     toCodex,
     teardown: (reason) => void teardown(reason),
     watchMidFrame: () => watchMidFrame(),
+    threadCommands,
+    stopCommands,
   });
 
   const jobs = codexJobTable(opts, logger);
@@ -400,14 +429,17 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
               error: `${AUTH_INVALIDATED_CODE}: ${authFailure().message}`,
             });
           } else send({ id: call.id, result: authErrorResult(call.threadId) });
-          calls.suppress(call, false);
+          calls.suppress(call, { abandoned: false, stopAsked: false });
           return;
         }
         if (event.type === 'turn_aborted' && call.cancelTimer) {
           // Codex confirms a cancel with turn_aborted and, as MCP asks, sends no response for the cancelled request.
+          // The job ends once the commands the turn left running are stopped, so a cancel answered means work stopped.
           calls.close(call);
-          if (call.job) {
-            endJob(call.job, { kind: 'end', outcome: 'cancelled', acknowledged: true });
+          const stopped = stopCommands(call.threadId, call.commandsBefore);
+          const job = call.job;
+          if (job) {
+            void stopped.then(() => endJob(job, { kind: 'end', outcome: 'cancelled', acknowledged: true }));
             return;
           }
           toClient(raw);

@@ -39,6 +39,8 @@ export interface LegacyCall {
   lastProgressAt: number;
   progress: { send: (message: string) => void; stop: () => void };
   job?: JobSide;
+  /** The thread's commands running when the call started (an earlier turn's): spared when the call's are stopped. */
+  commandsBefore?: ReadonlySet<number>;
 }
 
 export interface CallMeta {
@@ -63,12 +65,19 @@ export interface LegacyCallsDeps {
   teardown(reason: string): void;
   /** After a call was given up on: ends the bridge if Codex is stuck inside a frame. */
   watchMidFrame(): void;
+  /** Process groups of the commands Codex runs for a thread. */
+  threadCommands(threadId: string): Set<number>;
+  /** Stops the commands a call Codex was asked to stop left running (never rejects). */
+  stopCommands(threadId: string | undefined, spare: ReadonlySet<number> | undefined): Promise<void>;
 }
 
 interface Late {
   abandoned: boolean;
+  /** Codex was asked to stop the call: when its turn ends, the commands it left running are stopped. */
+  stopAsked: boolean;
   threadId?: string;
   jobId?: string;
+  commandsBefore?: ReadonlySet<number>;
 }
 
 /** Ends a job's turn with `events` (the last one its `end`). */
@@ -121,6 +130,7 @@ export class LegacyCalls {
       touch: job?.onActivity ?? (() => {}),
       endRound: () => {},
       job,
+      ...(meta.threadId ? { commandsBefore: deps.threadCommands(meta.threadId) } : {}),
     };
     this.calls.set(key, call);
     if (job) return call;
@@ -145,7 +155,8 @@ export class LegacyCalls {
           }),
         );
         deps.send({ id, error: { code: -32001, message: `Codex call timed out: ${err.message}` } });
-        this.suppress(call, false);
+        this.suppress(call, { abandoned: false, stopAsked: true });
+        void deps.stopCommands(call.threadId, call.commandsBefore);
         deps.watchMidFrame();
       },
     });
@@ -174,9 +185,14 @@ export class LegacyCalls {
   }
 
   /** Closes a call locally; its native response, if it ever comes, is dropped. */
-  suppress(call: LegacyCall, abandoned: boolean): void {
+  suppress(call: LegacyCall, how: { abandoned: boolean; stopAsked: boolean }): void {
     this.close(call);
-    this.suppressed.set(call.key, { abandoned, threadId: call.threadId, jobId: call.job?.jobIds.jobId });
+    this.suppressed.set(call.key, {
+      ...how,
+      threadId: call.threadId,
+      jobId: call.job?.jobIds.jobId,
+      commandsBefore: call.commandsBefore,
+    });
     if (this.suppressed.size >= this.deps.maxSuppressed) {
       this.deps.teardown(
         `${this.suppressed.size} late Codex responses are pending suppression (MAX_SUPPRESSED_CODEX_RESPONSES)`,
@@ -198,6 +214,8 @@ export class LegacyCalls {
         ...(late.jobId ? { jobId: late.jobId } : { requestId: key }),
       });
     }
+    // Commands the turn started after the bridge gave up on it.
+    if (late.stopAsked) void this.deps.stopCommands(late.threadId, late.commandsBefore);
     return true;
   }
 
@@ -219,9 +237,12 @@ export class LegacyCalls {
       threadId: call.threadId,
       ...(call.job ? { jobId: call.job.jobIds.jobId } : { requestId: call.key }),
     });
-    if (call.job) endJob(call.job, { kind: 'end', outcome: 'cancelled', acknowledged: false });
-    this.suppress(call, true);
+    this.suppress(call, { abandoned: true, stopAsked: true });
     this.deps.watchMidFrame();
+    // The turn may still run in Codex; what it started is stopped here (rule: cancel-then-stop).
+    const stopped = this.deps.stopCommands(call.threadId, call.commandsBefore);
+    const job = call.job;
+    if (job) void stopped.then(() => endJob(job, { kind: 'end', outcome: 'cancelled', acknowledged: false }));
   }
 
   private recover(call: LegacyCall): void {
@@ -237,6 +258,6 @@ export class LegacyCalls {
         result: { content: [{ type: 'text', text: content }], structuredContent: { threadId: call.threadId, content } },
       });
     }
-    this.suppress(call, false);
+    this.suppress(call, { abandoned: false, stopAsked: false });
   }
 }
