@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
@@ -12,6 +11,7 @@ import { REPO_ROOT } from '../support/bins.ts';
 import { batonHome, CONTROL_TOKEN, isolatedEnv, writeHubConfig } from '../support/hub.ts';
 import { pidAlive, until } from '../support/poll.ts';
 import { tempDir } from '../support/tmp.ts';
+import { portForLater } from './ports.ts';
 
 const BATON = join(REPO_ROOT, 'bin', 'baton.js');
 
@@ -25,20 +25,12 @@ async function baton(
   );
 }
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as { port: number };
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
 test('baton start --port --log-level: the daemon listens there at that level; bad values exit 2', async (t) => {
   const dir = tempDir(t, 'baton-start-flags-');
   const work = join(dir, 'work');
   mkdirSync(work);
   // The config says debug and some other port: the flags must win.
-  const config = writeHubConfig({ dir, roots: [work], agents: {}, port: await freePort() });
+  const config = writeHubConfig({ dir, roots: [work], agents: {}, port: await portForLater() });
   const env = isolatedEnv(dir);
   for (const bad of [
     ['--port', 'abc'],
@@ -50,7 +42,7 @@ test('baton start --port --log-level: the daemon listens there at that level; ba
     assert.match(r.stderr, new RegExp(`${bad[0]} must be`));
   }
 
-  const port = await freePort();
+  const port = await portForLater();
   const started = await baton(['--config', config, 'start', '--port', String(port), '--log-level', 'warn'], env);
   const control = (path: string, method = 'GET') =>
     fetch(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${CONTROL_TOKEN}` } });

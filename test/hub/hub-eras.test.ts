@@ -5,10 +5,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { connectCaller, HUB_TOOL_NAMES, type RunningHub, startHub, TEST_CALLERS } from '../support/hub.ts';
-import { assertToolContract, connectV2, freePort, v1Caller, v2Caller } from '../support/mcp-v2.ts';
+import { assertToolContract, connectV2, v1Caller, v2Caller } from '../support/mcp-v2.ts';
 import { until } from '../support/poll.ts';
 import { acpScript, scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
+import { portForLater } from './ports.ts';
 
 const MODERN = '2026-07-28';
 
@@ -181,7 +182,7 @@ function rssKiB(pid: number): number {
 test('2025-era sessions survive a hub restart; a flood of initialize is capped and costs little', async (t) => {
   const dir = tempDir(t, 'baton-hub-sessions-');
   const { work, entry } = scriptedAgentSetup(dir);
-  const setup = { dir, roots: [work], agents: { scripted: entry }, port: await freePort() };
+  const setup = { dir, roots: [work], agents: { scripted: entry }, port: await portForLater() };
   const first = await startHub(t, setup);
   const v1 = v1Caller(await connectCaller(t, first, 'alice'));
   const v2 = v2Caller(await connectV2(t, first, 'alice', 'legacy'));

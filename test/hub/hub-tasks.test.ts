@@ -4,10 +4,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { startHub } from '../support/hub.ts';
-import { connectV2, freePort, v2Caller } from '../support/mcp-v2.ts';
+import { connectV2, v2Caller } from '../support/mcp-v2.ts';
 import { acpScript, scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { TASKS, TasksRequester } from '../support/tasks-client.ts';
 import { tempDir } from '../support/tmp.ts';
+import { portForLater } from './ports.ts';
 
 const notWorking = (task: Record<string, unknown>) => task.status !== 'working';
 const text = (result: unknown) =>
@@ -16,7 +17,7 @@ const text = (result: unknown) =>
 test('hub Tasks extension: run and continue as tasks, long-poll, cancel, isolation, restart', async (t) => {
   const dir = tempDir(t, 'baton-hub-tasks-');
   const { work, entry } = scriptedAgentSetup(dir);
-  const setup = { dir, roots: [work], agents: { scripted: entry }, port: await freePort() };
+  const setup = { dir, roots: [work], agents: { scripted: entry }, port: await portForLater() };
   const first = await startHub(t, setup);
   const alice = await TasksRequester.open(t, first, 'alice');
   const run = (prompt: string, key: string) =>

@@ -8,11 +8,11 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { pickFreeLoopbackPort } from '../../src/lib/net.ts';
 import { REPO_ROOT } from '../support/bins.ts';
 import { batonHome, call, connectCaller, followToEnd, isolatedEnv, startHub, writeHubConfig } from '../support/hub.ts';
 import { acpScript, SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
+import { portForLater } from './ports.ts';
 
 const run = promisify(execFile);
 // Without the devDependency agents on PATH, so a created config configures none.
@@ -129,7 +129,7 @@ test('a running hub: roots added and removed from another dir apply without a re
   for (const d of [project, other]) mkdirSync(d!);
   const agentState = join(dir, 'agent-state');
   mkdirSync(agentState, { mode: 0o700 });
-  const port = await pickFreeLoopbackPort();
+  const port = await portForLater();
   const hub = await startHub(t, {
     dir,
     byHome: true,

@@ -10,7 +10,6 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import WebSocket from 'ws';
-import { pickFreeLoopbackPort } from '../../src/lib/net.ts';
 import { spawnGroup } from '../../src/lib/process-group.ts';
 import { REPO_ROOT } from '../support/bins.ts';
 import { CHROMIUM, HEADLESS_CHROMIUM_FLAGS } from '../support/chromium.ts';
@@ -29,6 +28,7 @@ import {
 import { pidAlive, until } from '../support/poll.ts';
 import { scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { fileHooks, tempDir } from '../support/tmp.ts';
+import { portForLater } from './ports.ts';
 
 const CDP_TIMEOUT_MS = 30_000;
 /** How long a page may take to show what a test waits for (a round to run, the list to refresh) on a loaded machine. */
@@ -466,7 +466,7 @@ test('baton ui: a one-time login link that works once, and never the token in a 
   const work = join(dir, 'work');
   mkdirSync(work);
   // A fixed port: `baton ui` finds the hub through the config, as a user's would.
-  const port = await pickFreeLoopbackPort();
+  const port = await portForLater();
   const configPath = writeHubConfig({ dir, roots: [work], agents: {}, port });
   const baton = (...args: string[]) =>
     execFileSync(process.execPath, [join(REPO_ROOT, 'bin', 'baton.js'), '--config', configPath, ...args], {
