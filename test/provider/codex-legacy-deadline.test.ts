@@ -27,12 +27,14 @@ const sc = <T>(res: { structuredContent?: unknown }) => res.structuredContent as
 test('hard deadline on legacy Codex: -32001 for that call, the connection stays up; a disconnect reaps Codex', async () => {
   const dir = makeLayout('baton-codex-legacy-hard-');
   // At most 2 late responses pending: Codex answers an expired call with turn_aborted, never a response, so the
-  // bridge must stop waiting for one or the second expiry would end it.
+  // bridge must stop waiting for one or the second expiry would end it. The deadline must find the call stalled at the
+  // model: 5 s covers Codex starting a session and asking the model on a loaded machine (a few hundred ms at a load
+  // of 14 on two cores); a call cut short before that would leave its stalled reply queued for the next.
   const hard = await connectProvider(
     bins.codexLegacy(),
     dir,
     mock,
-    ['--timeout', '1', '--codex_idle_timeout', '0', '--codex-max-suppressed', '2'],
+    ['--timeout', '5', '--codex_idle_timeout', '0', '--codex-max-suppressed', '2'],
     {},
     '2025',
   );
@@ -44,7 +46,7 @@ test('hard deadline on legacy Codex: -32001 for that call, the connection stays 
       mock.push(stalledReply(gate));
       await assert.rejects(
         hard.call('codex', { prompt, sandbox: 'read-only', cwd: dir.workspace }),
-        (e: unknown) => e instanceof ProtocolError && e.code === -32001 && /1 s hard deadline/.test(e.message),
+        (e: unknown) => e instanceof ProtocolError && e.code === -32001 && /5 s hard deadline/.test(e.message),
       );
       await aborted;
       await hard.responsive();

@@ -50,10 +50,14 @@ type Peek = {
 };
 const peek = async (c: Connected) => (await c.call('codex-peek', {})).structuredContent as Peek;
 
+// The idle deadline counts from the call's start, through its app-server's start, until the turn stalls at the model
+// (over a second at a load of 14 on two cores): 5 s leaves room for that, so the deadline finds the call stalled.
+const IDLE_S = 5;
+
 test('idle deadline: -32001 for that call only, progress never refreshes it, the connection stays up', async () => {
-  const conn = await connect(['--codex_idle_timeout', '2', '--codex_progress_heartbeat', '0.2']);
+  const conn = await connect(['--codex_idle_timeout', String(IDLE_S), '--codex_progress_heartbeat', '0.2']);
   const progress: Array<{ message: string }> = [];
-  const { gate } = stall();
+  const { gate, reached } = stall();
   const started = Date.now();
   let ended = 0;
   await assert.rejects(
@@ -69,7 +73,8 @@ test('idle deadline: -32001 for that call only, progress never refreshes it, the
       return err instanceof ProtocolError && err.code === -32001 && /idle/.test(err.message);
     },
   );
-  assert.ok(ended - started >= 2_000, 'not before the idle bound');
+  assert.ok(ended - started >= IDLE_S * 1000, 'not before the idle bound');
+  await reached; // the deadline found the call stalled at the model, not still starting
   assert.equal(progress[0]?.message, 'Codex: started', 'first status at once');
   assert.ok(
     progress.some((p) => /^Codex: still running \(last event \d+ s ago\)$/.test(p.message)),
@@ -98,7 +103,8 @@ test('idle deadline: -32001 for that call only, progress never refreshes it, the
 
 test('correlated activity refreshes the idle deadline: a turn longer than it, never silent for long, succeeds', async () => {
   const conn = open[0]!;
-  mock.push(shellCall('sleep 0.8'), shellCall('sleep 0.8'), shellCall('sleep 0.8'), reply('busy but alive'));
+  // Three commands of 2 s: longer than the idle deadline in all, each silence well within it.
+  mock.push(shellCall('sleep 2'), shellCall('sleep 2'), shellCall('sleep 2'), reply('busy but alive'));
   const res = await conn.call('codex', { prompt: 'work', sandbox: 'read-only', cwd: layout.workspace });
   assert.equal(textOf(res), 'busy but alive');
 });
