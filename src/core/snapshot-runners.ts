@@ -160,7 +160,9 @@ export class SnapshotRunners {
         if (this.runners.length >= this.opts.size) return;
         runner = this.start();
         if (!runner) {
-          this.queue.shift()!.reject(new Error('could not start a snapshot runner'));
+          // No runner (its dir or process could not be made): this request takes a shell of its own, as before.
+          const req = this.queue.shift()!;
+          statusAndNumstat(req.dir).then(req.resolve, req.reject);
           continue;
         }
       }
@@ -172,25 +174,34 @@ export class SnapshotRunners {
   }
 
   private start(): Runner | undefined {
-    const dir = mkdtempSync(join(this.opts.parentDir, 'snapshot-'));
-    const blocks = Math.floor(this.opts.maxBytes / 512) + 1;
-    // Its own process group (rule: own-process-group): a stop takes the gits it started along with it.
-    const child = spawn('/bin/sh', ['-c', RUNNER_SCRIPT, 'sh', dir, String(blocks)], {
-      stdio: ['pipe', 'pipe', 'ignore'],
-      env: this.opts.env(),
-      detached: true,
-    });
-    if (child.pid === undefined) {
-      child.on('error', () => {});
-      rmSync(dir, { recursive: true, force: true });
+    let dir: string;
+    try {
+      dir = mkdtempSync(join(this.opts.parentDir, 'snapshot-'));
+    } catch {
       return undefined;
     }
+    const blocks = Math.floor(this.opts.maxBytes / 512) + 1;
+    // Its own process group (rule: own-process-group): a stop takes the gits it started along with it.
+    let child: ChildProcess | undefined;
+    try {
+      child = spawn('/bin/sh', ['-c', RUNNER_SCRIPT, 'sh', dir, String(blocks)], {
+        stdio: ['pipe', 'pipe', 'ignore'],
+        env: this.opts.env(),
+        detached: true,
+      });
+    } catch {}
+    if (child?.pid === undefined) {
+      child?.on('error', () => {});
+      removeDir(dir);
+      return undefined;
+    }
+    const proc = child;
     const runner: Runner = {
       child,
       pgid: child.pid,
       dir,
       line: '',
-      exited: new Promise((resolve) => child.once('exit', () => resolve())),
+      exited: new Promise((resolve) => proc.once('exit', () => resolve())),
     };
     child.on('error', () => {});
     child.stdin!.on('error', () => {}); // a write to a runner that just died; its exit fails the request
@@ -206,7 +217,7 @@ export class SnapshotRunners {
     child.once('exit', () => {
       // Whatever it left in its group (a git it was waiting for) goes too, and so does its dir.
       this.stop(runner, new Error('the snapshot runner exited'));
-      rmSync(dir, { recursive: true, force: true });
+      removeDir(dir);
     });
     child.unref();
     (child.stdin as unknown as { unref(): void }).unref();
@@ -252,4 +263,11 @@ export class SnapshotRunners {
     }
     this.pump();
   }
+}
+
+/** Removes a runner's dir; one that cannot be removed is left, never thrown about from an exit handler. */
+function removeDir(dir: string): void {
+  try {
+    rmSync(dir, { recursive: true, force: true });
+  } catch {}
 }

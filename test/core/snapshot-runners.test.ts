@@ -166,6 +166,15 @@ test('a dir with a newline in its name takes the shell-per-snapshot path', async
   assert.equal(runners.pids().length, 0, 'no runner was started for it');
 });
 
+test('when no runner can be started, each request takes a shell of its own', async (t) => {
+  const base = tempDir(t);
+  const runners = new SnapshotRunners({ parentDir: join(base, 'missing') });
+  t.after(() => runners.close());
+  const repo = dirtyRepo(join(base, 'repo'));
+  assert.deepEqual(await runners.run(repo), await statusAndNumstat(repo));
+  assert.equal(runners.pids().length, 0);
+});
+
 test('close ends every runner and removes their dirs; later requests still get answers', async (t) => {
   const base = tempDir(t);
   const parentDir = join(base, 'state');
