@@ -18,6 +18,7 @@ import { type LockScope, WorkspaceLocks } from './locks.ts';
 import { pageText, RESULT_PAGE_CODE_POINTS } from './paging.ts';
 import { leaderStartTime, probeGroupRecorder, recoverAfterCrash } from './recovery.ts';
 import { type EndEvent, runRound } from './round.ts';
+import { SnapshotRunners } from './snapshot-runners.ts';
 import { isDiskFull, type Store } from './store.ts';
 import { assertTransition, type Isolation, isTerminal, type TaskRow } from './task.ts';
 import { MESSAGE_EVENT_CODE_POINTS, type RoundEnd, settledLength, TaskLog } from './task-log.ts';
@@ -175,12 +176,15 @@ export class Engine {
    * running git again. Nothing ran in that dir in between (the lock), and no time passed for anyone to edit it.
    */
   private readonly handoff = new Map<string, GitSnapshot>();
+  /** The shells that run snapshot gits for this engine, so the daemon does not fork per snapshot. */
+  private readonly snapshots: SnapshotRunners;
 
   constructor(opts: EngineOptions) {
     this.opts = opts;
     this.store = opts.store;
     this.log = new TaskLog(opts.store, this.waiters, opts.logger);
     this.privateDirs = [opts.stateDir, ...(opts.privateDirs ?? [])].map(realish);
+    this.snapshots = new SnapshotRunners({ parentDir: opts.stateDir });
   }
 
   /** The current roots as real paths; a root that vanished since it was authorised authorises nothing. */
@@ -574,6 +578,7 @@ export class Engine {
     const pending = [...this.active.values()];
     for (const a of pending) a.controller.abort(new Error('daemon stopping'));
     await Promise.allSettled(pending.map((a) => a.done));
+    await this.snapshots.close();
     this.log.close();
   }
 
@@ -639,7 +644,7 @@ export class Engine {
     // The before-snapshot runs while the agent starts up; the turn is sent only once it is taken (see start below).
     const inherited = this.handoff.get(task.workdir);
     this.handoff.delete(task.workdir);
-    const before = (inherited ? Promise.resolve(inherited) : snapshot(task.workdir)).then((b) =>
+    const before = (inherited ? Promise.resolve(inherited) : snapshot(task.workdir, this.snapshots)).then((b) =>
       this.store.updateRound(taskId, n, { before: b }),
     );
     before.catch(() => {}); // awaited below on every path; this only keeps a failure from counting as unhandled meanwhile
@@ -685,7 +690,7 @@ export class Engine {
       },
     });
     await before;
-    const after = await snapshot(task.workdir);
+    const after = await snapshot(task.workdir, this.snapshots);
     if (after.git) {
       // The lock is released once this round is recorded, a few microtasks from now; see handoff.
       this.handoff.set(task.workdir, after);

@@ -1,17 +1,21 @@
 // Git snapshots around each round (rule: git-snapshots) and worktree isolation (rule: workspace-locks). baton only
 // reads repositories and adds worktrees; it never commits, merges, resets, reverts or cleans.
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import {
+  GIT_TIMEOUT_MS,
+  gitEnv,
+  MAX_OUTPUT_BYTES,
+  type RawSnapshot,
+  type SnapshotRunners,
+  statusAndNumstat,
+} from './snapshot-runners.ts';
 
 const run = promisify(execFile);
-const GIT_TIMEOUT_MS = 30_000;
-const MAX_OUTPUT_BYTES = 32 * 1024 * 1024;
 /** At most this many dirty files are listed in a snapshot; the count is always exact. */
 export const SNAPSHOT_MAX_FILES = 500;
-
-const gitEnv = () => ({ ...process.env, GIT_OPTIONAL_LOCKS: '0', GIT_TERMINAL_PROMPT: '0' });
 
 async function git(cwd: string, args: string[]): Promise<string> {
   const { stdout } = await run('git', ['-C', cwd, ...args], {
@@ -20,59 +24,6 @@ async function git(cwd: string, args: string[]): Promise<string> {
     env: gitEnv(),
   });
   return stdout;
-}
-
-/**
- * Status on stdout and the diffstat against HEAD on fd 3, both run at once by one small shell: the daemon forks once
- * per snapshot instead of twice, and a fork costs the daemon in proportion to its own size, on its event loop. The
- * shell exits with status's code; a diff that fails (an unborn HEAD) writes nothing. The dir is an argument, never
- * part of the script.
- */
-const SNAPSHOT_SCRIPT =
-  'git -C "$1" diff --numstat HEAD >&3 2>/dev/null & ' +
-  'git -C "$1" status --porcelain=v2 --branch -z --untracked-files=all; s=$?; wait; exit $s';
-
-function statusAndNumstat(dir: string): Promise<{ ok: boolean; status: string; numstat: string }> {
-  return new Promise((resolve, reject) => {
-    // Its own process group, so a timeout stops both gits along with the shell.
-    const child = spawn('/bin/sh', ['-c', SNAPSHOT_SCRIPT, 'sh', dir], {
-      stdio: ['ignore', 'pipe', 'ignore', 'pipe'],
-      env: gitEnv(),
-      detached: true,
-    });
-    const out: Buffer[] = [];
-    const diff: Buffer[] = [];
-    let bytes = 0;
-    let failure: Error | undefined;
-    const stop = (why: string) => {
-      failure ??= new Error(why);
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {}
-    };
-    const collect = (into: Buffer[]) => (chunk: Buffer) => {
-      bytes += chunk.length;
-      if (bytes > MAX_OUTPUT_BYTES) stop('git output over the limit');
-      else into.push(chunk);
-    };
-    child.stdout!.on('data', collect(out));
-    (child.stdio[3] as NodeJS.ReadableStream).on('data', collect(diff));
-    const timer = setTimeout(() => stop('git timed out'), GIT_TIMEOUT_MS);
-    child.on('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      if (failure) reject(failure);
-      else
-        resolve({
-          ok: code === 0,
-          status: Buffer.concat(out).toString('utf8'),
-          numstat: Buffer.concat(diff).toString('utf8'),
-        });
-    });
-  });
 }
 
 export type GitSnapshot =
@@ -128,15 +79,16 @@ export async function gitToplevel(dir: string): Promise<string | null> {
   }
 }
 
-export async function snapshot(dir: string): Promise<GitSnapshot> {
+/** `runners`, when given, run the gits (rule: snapshot-runners); without them a shell is spawned for this snapshot. */
+export async function snapshot(dir: string, runners?: SnapshotRunners): Promise<GitSnapshot> {
   // One process instead of five in a row: status carries HEAD, branch and the dirty files; the diffstat against HEAD
   // is only used when status says there is a HEAD (an unborn branch has none, and that diff fails).
   // A dir in no work tree is answered from a few stats, without a process (git would say the same, slower). GIT_DIR
   // points git elsewhere than the tree it is run in, so then git is asked.
   if (!process.env.GIT_DIR && findWorkTree(dir) === null) return { git: false, reason: 'not a git work tree' };
-  let out: { ok: boolean; status: string; numstat: string };
+  let out: RawSnapshot;
   try {
-    out = await statusAndNumstat(dir);
+    out = await (runners ? runners.run(dir) : statusAndNumstat(dir));
   } catch {
     return { git: false, reason: 'not a git work tree' };
   }

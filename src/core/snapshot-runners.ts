@@ -1,0 +1,273 @@
+// What a git snapshot runs: `git status` and `git diff --numstat` at once, started either by a shell spawned for this
+// one snapshot or by one of a few long-lived runner shells (rule: snapshot-runners). A fork costs the forking process
+// in proportion to its own size, on its event loop: the daemon (100+ MiB) forking twice per task was a third of its busy
+// time, while a runner (a ~1 MiB shell) forks the gits for it.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const GIT_TIMEOUT_MS = 30_000;
+export const MAX_OUTPUT_BYTES = 32 * 1024 * 1024;
+
+export const gitEnv = () => ({ ...process.env, GIT_OPTIONAL_LOCKS: '0', GIT_TERMINAL_PROMPT: '0' });
+
+/** Status (`--porcelain=v2 --branch -z`) and the diffstat against HEAD of one dir; `ok` is status's exit. */
+export interface RawSnapshot {
+  ok: boolean;
+  status: string;
+  numstat: string;
+}
+
+/**
+ * Status on stdout and the diffstat against HEAD on fd 3, both run at once by one small shell. The shell exits with
+ * status's code; a diff that fails (an unborn HEAD) writes nothing. The dir is an argument, never part of the script.
+ */
+const SNAPSHOT_SCRIPT =
+  'git -C "$1" diff --numstat HEAD >&3 2>/dev/null & ' +
+  'git -C "$1" status --porcelain=v2 --branch -z --untracked-files=all; s=$?; wait; exit $s';
+
+/** One snapshot, one shell: the path for dirs a runner's line protocol cannot carry, and without runners. */
+export function statusAndNumstat(dir: string): Promise<RawSnapshot> {
+  return new Promise((resolve, reject) => {
+    // Its own process group, so a timeout stops both gits along with the shell.
+    const child = spawn('/bin/sh', ['-c', SNAPSHOT_SCRIPT, 'sh', dir], {
+      stdio: ['ignore', 'pipe', 'ignore', 'pipe'],
+      env: gitEnv(),
+      detached: true,
+    });
+    const out: Buffer[] = [];
+    const diff: Buffer[] = [];
+    let bytes = 0;
+    let failure: Error | undefined;
+    const stop = (why: string) => {
+      failure ??= new Error(why);
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {}
+    };
+    const collect = (into: Buffer[]) => (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (bytes > MAX_OUTPUT_BYTES) stop('git output over the limit');
+      else into.push(chunk);
+    };
+    child.stdout!.on('data', collect(out));
+    (child.stdio[3] as NodeJS.ReadableStream).on('data', collect(diff));
+    const timer = setTimeout(() => stop('git timed out'), GIT_TIMEOUT_MS);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      if (failure) reject(failure);
+      else
+        resolve({
+          ok: code === 0,
+          status: Buffer.concat(out).toString('utf8'),
+          numstat: Buffer.concat(diff).toString('utf8'),
+        });
+    });
+  });
+}
+
+/**
+ * A runner: reads one dir per line, runs the same two gits as SNAPSHOT_SCRIPT with their output in files of its private
+ * dir ($1), and answers status's exit code on a line once both are done. The output never crosses the pipe, so nothing
+ * NUL-laden needs framing. `ulimit -f` ($2, 512-byte blocks) caps each file just past the output limit (a git writing
+ * more is stopped by SIGXFSZ; a lower hard limit caps them lower still), and the reader checks the sum. At EOF (the daemon closed it, or died) it removes its dir
+ * and exits; SIGPIPE is ignored so an answer to a dead daemon still leads there.
+ */
+const RUNNER_SCRIPT =
+  'ulimit -f "$2" 2>/dev/null; trap "" PIPE; ' +
+  'while IFS= read -r d; do ' +
+  'git -C "$d" diff --numstat HEAD >"$1/numstat" 2>/dev/null & ' +
+  'git -C "$d" status --porcelain=v2 --branch -z --untracked-files=all >"$1/status"; s=$?; wait; echo "$s"; ' +
+  'done; rm -rf "$1"';
+
+export interface SnapshotRunnersOptions {
+  /** Where each runner's private dir is made (a 0700 dir of the daemon's, like its state dir). */
+  parentDir: string;
+  /** At most this many runners, started when a request finds every runner busy. */
+  size?: number;
+  timeoutMs?: number;
+  maxBytes?: number;
+  /** The gits' environment, taken when a runner starts (tests put a stand-in git first on PATH). */
+  env?: () => NodeJS.ProcessEnv;
+}
+
+interface Request {
+  dir: string;
+  resolve: (out: RawSnapshot) => void;
+  reject: (err: Error) => void;
+}
+
+interface Runner {
+  child: ChildProcess;
+  pgid: number;
+  dir: string;
+  /** The stdout read so far that has no newline yet. */
+  line: string;
+  current?: { req: Request; timer: NodeJS.Timeout };
+  exited: Promise<void>;
+}
+
+/** The default number of runners: enough for a burst of short tasks to not queue long behind one another's gits. */
+export const SNAPSHOT_RUNNERS = 4;
+
+/**
+ * A small pool of runner shells, each taking one request at a time; more requests than runners wait in arrival order.
+ * A runner that dies, times out or overflows is stopped with its process group and replaced by the next request; the
+ * request it held fails as the per-snapshot path fails. Idle runners keep nothing alive (unref'd); a pending request's
+ * timer does.
+ */
+export class SnapshotRunners {
+  private readonly opts: Required<SnapshotRunnersOptions>;
+  private readonly runners: Runner[] = [];
+  private readonly queue: Request[] = [];
+  private closed = false;
+
+  constructor(opts: SnapshotRunnersOptions) {
+    this.opts = { size: SNAPSHOT_RUNNERS, timeoutMs: GIT_TIMEOUT_MS, maxBytes: MAX_OUTPUT_BYTES, env: gitEnv, ...opts };
+  }
+
+  run(dir: string): Promise<RawSnapshot> {
+    // A newline would end the request line early; such dirs (and any request after close) take the per-snapshot path.
+    if (this.closed || dir.includes('\n')) return statusAndNumstat(dir);
+    return new Promise((resolve, reject) => {
+      this.queue.push({ dir, resolve, reject });
+      this.pump();
+    });
+  }
+
+  /** Process ids of the live runners (for tests and diagnostics). */
+  pids(): number[] {
+    return this.runners.map((r) => r.pgid);
+  }
+
+  /** Ends every runner (each finishes the request it holds, bounded by its timeout) and waits until all have exited. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const req of this.queue.splice(0)) statusAndNumstat(req.dir).then(req.resolve, req.reject);
+    const runners = [...this.runners];
+    for (const r of runners) r.child.stdin!.end();
+    await Promise.all(runners.map((r) => r.exited));
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0) {
+      let runner = this.runners.find((r) => !r.current);
+      if (!runner) {
+        if (this.runners.length >= this.opts.size) return;
+        runner = this.start();
+        if (!runner) {
+          // No runner (its dir or process could not be made): this request takes a shell of its own, as before.
+          const req = this.queue.shift()!;
+          statusAndNumstat(req.dir).then(req.resolve, req.reject);
+          continue;
+        }
+      }
+      const req = this.queue.shift()!;
+      const timer = setTimeout(() => this.stop(runner, new Error('git timed out')), this.opts.timeoutMs);
+      runner.current = { req, timer };
+      runner.child.stdin!.write(`${req.dir}\n`);
+    }
+  }
+
+  private start(): Runner | undefined {
+    let dir: string;
+    try {
+      dir = mkdtempSync(join(this.opts.parentDir, 'snapshot-'));
+    } catch {
+      return undefined;
+    }
+    const blocks = Math.floor(this.opts.maxBytes / 512) + 1;
+    // Its own process group (rule: own-process-group): a stop takes the gits it started along with it.
+    let child: ChildProcess | undefined;
+    try {
+      child = spawn('/bin/sh', ['-c', RUNNER_SCRIPT, 'sh', dir, String(blocks)], {
+        stdio: ['pipe', 'pipe', 'ignore'],
+        env: this.opts.env(),
+        detached: true,
+      });
+    } catch {}
+    if (child?.pid === undefined) {
+      child?.on('error', () => {});
+      removeDir(dir);
+      return undefined;
+    }
+    const proc = child;
+    const runner: Runner = {
+      child,
+      pgid: child.pid,
+      dir,
+      line: '',
+      exited: new Promise((resolve) => proc.once('exit', () => resolve())),
+    };
+    child.on('error', () => {});
+    child.stdin!.on('error', () => {}); // a write to a runner that just died; its exit fails the request
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (chunk: string) => {
+      runner.line += chunk;
+      for (let nl = runner.line.indexOf('\n'); nl !== -1; nl = runner.line.indexOf('\n')) {
+        const code = runner.line.slice(0, nl);
+        runner.line = runner.line.slice(nl + 1);
+        this.answer(runner, code);
+      }
+    });
+    child.once('exit', () => {
+      // Whatever it left in its group (a git it was waiting for) goes too, and so does its dir.
+      this.stop(runner, new Error('the snapshot runner exited'));
+      removeDir(dir);
+    });
+    child.unref();
+    (child.stdin as unknown as { unref(): void }).unref();
+    (child.stdout as unknown as { unref(): void }).unref();
+    this.runners.push(runner);
+    return runner;
+  }
+
+  private answer(runner: Runner, code: string): void {
+    const current = runner.current;
+    if (!current) return;
+    clearTimeout(current.timer);
+    runner.current = undefined;
+    const status = join(runner.dir, 'status');
+    const numstat = join(runner.dir, 'numstat');
+    try {
+      // Read synchronously: two small local files cost less than two trips through the thread pool.
+      const bytes = statSync(status).size + statSync(numstat).size;
+      if (bytes > this.opts.maxBytes) throw new Error('git output over the limit');
+      current.req.resolve({
+        ok: code === '0',
+        status: readFileSync(status, 'utf8'),
+        numstat: readFileSync(numstat, 'utf8'),
+      });
+    } catch (err) {
+      current.req.reject(err as Error);
+    }
+    this.pump();
+  }
+
+  /** Fails the runner's request with `why`, kills its group and forgets it; the next request starts another. */
+  private stop(runner: Runner, why: Error): void {
+    const i = this.runners.indexOf(runner);
+    if (i === -1) return;
+    this.runners.splice(i, 1);
+    try {
+      process.kill(-runner.pgid, 'SIGKILL');
+    } catch {}
+    if (runner.current) {
+      clearTimeout(runner.current.timer);
+      runner.current.req.reject(why);
+      runner.current = undefined;
+    }
+    this.pump();
+  }
+}
+
+/** Removes a runner's dir; one that cannot be removed is left, never thrown about from an exit handler. */
+function removeDir(dir: string): void {
+  try {
+    rmSync(dir, { recursive: true, force: true });
+  } catch {}
+}
