@@ -14,10 +14,11 @@
 // and printed after the other files', so the two runs never interleave in the spec output; the totals at the end and
 // the exit code cover both runs.
 //
-// With --prepare (what `npm test` runs) `npm run check` and the build come first, as two chains side by side, one per
-// core: check's type check alone, and check's linters then the build. The build skips its own type check (--noCheck)
-// because the first chain checks src and everything else; its JavaScript is the same either way. Tests start only
-// when both chains passed.
+// With --prepare (what `npm test` runs) the build comes first, then `npm run check`'s type check and linters run
+// beside the tests instead of before them: the tests need only dist/, and on two cores the checks fill the gaps the
+// test files leave. The build skips its own type check (--noCheck) because the type check covers src and everything
+// else; its JavaScript is the same either way. A failed build stops the run at once; failed checks are printed as
+// soon as they end, and the run fails at the end whatever the tests did, saying so on its last line.
 //
 //   node scripts/test.ts [--prepare] [--concurrency N] [--timeout MS] [file or glob …]
 import { spawn } from 'node:child_process';
@@ -114,19 +115,22 @@ async function chain(commands: string[][]): Promise<{ ok: boolean; output: strin
   return { ok: true, output };
 }
 
+let checks: Promise<boolean> | undefined;
 if (values.prepare) {
-  const results = await Promise.all([
-    chain([['npm', 'run', '-s', 'typecheck']]),
-    chain([
-      ['npm', 'run', '-s', 'lint'],
-      ['npm', 'run', '-s', 'build', '--', '--noCheck'],
-    ]),
-  ]);
-  for (const r of results) process.stdout.write(r.output);
-  if (!results.every((r) => r.ok)) {
-    console.error('checks or build failed; no tests run');
+  const build = await chain([['npm', 'run', '-s', 'build', '--', '--noCheck']]);
+  process.stdout.write(build.output);
+  if (!build.ok) {
+    console.error('the build failed; no tests run');
     process.exit(1);
   }
+  checks = Promise.all([chain([['npm', 'run', '-s', 'typecheck']]), chain([['npm', 'run', '-s', 'lint']])]).then(
+    (results) => {
+      const ok = results.every((r) => r.ok);
+      const output = results.map((r) => r.output).join('');
+      process.stdout.write(ok ? output : `\n✖ npm run check FAILED; the tests go on, the run will fail:\n${output}\n`);
+      return ok;
+    },
+  );
 }
 
 const root = process.cwd();
@@ -179,7 +183,9 @@ if (shared.length) {
 const TOTALS = /^(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) [\d.]+$/;
 const totals = { tests: 0, suites: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
 const report = new PassThrough({ objectMode: true });
-report.compose(spec).pipe(process.stdout);
+const specOut = report.compose(spec);
+const printed = new Promise((r) => specOut.once('end', r));
+specOut.pipe(process.stdout);
 
 /** Forwards a run's events to the report (or holds them until the end); resolves to the held ones when it ends. */
 function follow(stream: Readable, live: boolean): Promise<unknown[]> {
@@ -225,4 +231,9 @@ try {
   writeFileSync(timesFile, `${JSON.stringify(durations)}\n`);
 } catch {
   // The record only orders the next run; failing to keep it changes no result.
+}
+if (checks && !(await checks)) {
+  await printed;
+  process.exitCode = 1;
+  console.error('✖ npm run check failed (its output is above): this run fails whatever the tests did');
 }
