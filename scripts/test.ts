@@ -52,8 +52,10 @@ const SLOW_HINT = [
   'test/hub/user-config.test.ts',
 ];
 
-// Run in this process (see above). Only a file that spawns no process, starts no child, and leaves process.env, the
-// cwd, process methods and V8 flags as they were belongs here; a name that no longer exists is ignored.
+// Run in this process (see above). Only a file that spawns no process and leaves process.env, the cwd, process
+// methods and V8 flags as they were belongs here; a name that no longer exists is ignored. Secrets the code under test
+// registers (src/lib/redact.ts) stay registered for the files after it, so each file plants secrets of its own: a
+// redaction test must not pass on a secret another file registered.
 const IN_PROCESS = new Set([
   'test/agents/acp-events.test.ts',
   'test/attach/auth-mirror.test.ts',
