@@ -8,16 +8,24 @@
 // child to start, a grace or idle budget to pass), so with three the cores idle; a model of the measured per-file
 // CPU and wall times (taken on a loaded machine) gave ~245 s at three, ~195 s at four, ~175 s at five.
 //
-// With --prepare (what `npm test` runs) `npm run check` and the build come first, as two chains side by side, one per
-// core: check's type check alone, and check's linters then the build. The build skips its own type check (--noCheck)
-// because the first chain checks src and everything else; its JavaScript is the same either way. Tests start only
-// when both chains passed.
+// The pure unit files in IN_PROCESS run in this process (node:test isolation 'none'), one test at a time, beside the
+// process-isolated files: each spawns nothing and changes no process-wide state, and a process of its own would cost
+// more CPU than its tests (a bare test process, then the same src/ modules imported again). Their report is held back
+// and printed after the other files', so the two runs never interleave in the spec output; the totals at the end and
+// the exit code cover both runs.
+//
+// With --prepare (what `npm test` runs) the build comes first, then `npm run check`'s type check and linters run
+// beside the tests instead of before them: the tests need only dist/, and on two cores the checks fill the gaps the
+// test files leave. The build skips its own type check (--noCheck) because the type check covers src and everything
+// else; its JavaScript is the same either way. A failed build stops the run at once; failed checks are printed as
+// soon as they end, and the run fails at the end whatever the tests did, saying so on its last line.
 //
 //   node scripts/test.ts [--prepare] [--concurrency N] [--timeout MS] [file or glob …]
 import { spawn } from 'node:child_process';
 import { existsSync, globSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
+import { PassThrough, type Readable } from 'node:stream';
 import { run } from 'node:test';
 import { spec } from 'node:test/reporters';
 import { parseArgs } from 'node:util';
@@ -43,6 +51,37 @@ const SLOW_HINT = [
   'test/provider/claude-agent.test.ts',
   'test/hub/user-config.test.ts',
 ];
+
+// Run in this process (see above). Only a file that spawns no process and leaves process.env, the cwd, process
+// methods and V8 flags as they were belongs here; a name that no longer exists is ignored. Secrets the code under test
+// registers (src/lib/redact.ts) stay registered for the files after it, so each file plants secrets of its own: a
+// redaction test must not pass on a secret another file registered.
+const IN_PROCESS = new Set([
+  'test/agents/acp-events.test.ts',
+  'test/attach/auth-mirror.test.ts',
+  'test/attach/codex-fail-closed.test.ts',
+  'test/attach/opencode-agent-fake.test.ts',
+  'test/attach/opencode-client.test.ts',
+  'test/attach/registries.test.ts',
+  'test/browser/lease-record.test.ts',
+  'test/codex/app-server-client-unit.test.ts',
+  'test/codex/config-toml.test.ts',
+  'test/codex/json-rpc-peer.test.ts',
+  'test/codex/version.test.ts',
+  'test/core/engine-operator.test.ts',
+  'test/core/store.test.ts',
+  'test/core/task-log.test.ts',
+  'test/provider/codex-units.test.ts',
+  'test/unit/config-location.test.ts',
+  'test/unit/dashboard-html.test.ts',
+  'test/unit/jobs.test.ts',
+  'test/unit/mcp-tools.test.ts',
+  'test/unit/paging.test.ts',
+  'test/unit/provider-redaction.test.ts',
+  'test/unit/retention.test.ts',
+  'test/unit/round.test.ts',
+  'test/unit/version.test.ts',
+]);
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -78,19 +117,22 @@ async function chain(commands: string[][]): Promise<{ ok: boolean; output: strin
   return { ok: true, output };
 }
 
+let checks: Promise<boolean> | undefined;
 if (values.prepare) {
-  const results = await Promise.all([
-    chain([['npm', 'run', '-s', 'typecheck']]),
-    chain([
-      ['npm', 'run', '-s', 'lint'],
-      ['npm', 'run', '-s', 'build', '--', '--noCheck'],
-    ]),
-  ]);
-  for (const r of results) process.stdout.write(r.output);
-  if (!results.every((r) => r.ok)) {
-    console.error('checks or build failed; no tests run');
+  const build = await chain([['npm', 'run', '-s', 'build', '--', '--noCheck']]);
+  process.stdout.write(build.output);
+  if (!build.ok) {
+    console.error('the build failed; no tests run');
     process.exit(1);
   }
+  checks = Promise.all([chain([['npm', 'run', '-s', 'typecheck']]), chain([['npm', 'run', '-s', 'lint']])]).then(
+    (results) => {
+      const ok = results.every((r) => r.ok);
+      const output = results.map((r) => r.output).join('');
+      process.stdout.write(ok ? output : `\n✖ npm run check FAILED; the tests go on, the run will fail:\n${output}\n`);
+      return ok;
+    },
+  );
 }
 
 const root = process.cwd();
@@ -121,23 +163,79 @@ files.sort((a, b) =>
 
 // Times of files not run this time are kept (a run of a few files keeps the rest), unless the file is gone.
 const durations = Object.fromEntries(Object.entries(recorded).filter(([f]) => existsSync(resolve(root, f))));
-const stream = run({
-  files: files.map((f) => resolve(root, f)),
-  concurrency: Number(values.concurrency),
-  timeout: Number(values.timeout),
-});
-stream.on('test:fail', () => {
+const started = performance.now();
+const timeout = Number(values.timeout);
+const isolated = files.filter((f) => !IN_PROCESS.has(f));
+const shared = files.filter((f) => IN_PROCESS.has(f));
+// The in-process run's report waits for the end when it runs beside the other (and is live when it runs alone).
+const runs: Array<{ live: boolean; stream: Readable }> = [];
+if (isolated.length) {
+  const paths = isolated.map((f) => resolve(root, f));
+  runs.push({ live: true, stream: run({ files: paths, concurrency: Number(values.concurrency), timeout }) });
+}
+if (shared.length) {
+  (globalThis as Record<symbol, string[]>)[Symbol.for('baton.test.inProcessFiles')] = shared.map((f) =>
+    resolve(root, f),
+  );
+  const entry = resolve(root, 'scripts', 'test-in-process.ts');
+  runs.push({ live: !isolated.length, stream: run({ files: [entry], isolation: 'none', concurrency: 1, timeout }) });
+}
+
+// Each run ends with its own totals (diagnostics "tests N", "pass N", …); they are summed into one set at the end.
+const TOTALS = /^(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) [\d.]+$/;
+const totals = { tests: 0, suites: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
+const report = new PassThrough({ objectMode: true });
+const specOut = report.compose(spec);
+const printed = new Promise((r) => specOut.once('end', r));
+specOut.pipe(process.stdout);
+
+/** Forwards a run's events to the report (or holds them until the end); resolves to the held ones when it ends. */
+function follow(stream: Readable, live: boolean): Promise<unknown[]> {
+  const held: unknown[] = [];
+  stream.on('data', (event: { type: string; data: Record<string, unknown> }) => {
+    const { type, data } = event;
+    if (type === 'test:fail') process.exitCode = 1;
+    if (type === 'test:summary' && !data.file) {
+      const s = data as unknown as { success: boolean; counts: Record<string, number> };
+      if (!s.success || s.counts.cancelled! > 0) process.exitCode = 1;
+      totals.tests += s.counts.tests!;
+      totals.suites += s.counts.suites!;
+      totals.pass += s.counts.passed!;
+      totals.fail += s.counts.failed!;
+      totals.cancelled += s.counts.cancelled!;
+      totals.skipped += s.counts.skipped!;
+      totals.todo += s.counts.todo!;
+      return;
+    }
+    if (type === 'test:summary' && typeof data.file === 'string') {
+      durations[relative(root, data.file)] = Math.round(data.duration_ms as number);
+    }
+    if (type === 'test:diagnostic' && data.nesting === 0 && !data.file && TOTALS.test(String(data.message))) return;
+    if (live) report.write(event);
+    else held.push(event);
+  });
+  return new Promise((resolve, reject) => {
+    stream.once('end', () => resolve(held));
+    stream.once('error', reject);
+  });
+}
+
+const held = await Promise.all(runs.map((r) => follow(r.stream, r.live)));
+for (const events of held) for (const event of events) report.write(event);
+for (const [name, n] of [
+  ...Object.entries(totals),
+  ['duration_ms', Math.round(performance.now() - started)] as const,
+]) {
+  report.write({ type: 'test:diagnostic', data: { nesting: 0, message: `${name} ${n}`, level: 'info' } });
+}
+report.end();
+try {
+  writeFileSync(timesFile, `${JSON.stringify(durations)}\n`);
+} catch {
+  // The record only orders the next run; failing to keep it changes no result.
+}
+if (checks && !(await checks)) {
+  await printed;
   process.exitCode = 1;
-});
-stream.on('test:summary', (s) => {
-  if (s.file) durations[relative(root, s.file)] = Math.round(s.duration_ms);
-  else if (!s.success || s.counts.cancelled > 0) process.exitCode = 1;
-});
-stream.on('end', () => {
-  try {
-    writeFileSync(timesFile, `${JSON.stringify(durations)}\n`);
-  } catch {
-    // The record only orders the next run; failing to keep it changes no result.
-  }
-});
-stream.compose(spec).pipe(process.stdout);
+  console.error('✖ npm run check failed (its output is above): this run fails whatever the tests did');
+}

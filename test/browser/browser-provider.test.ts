@@ -147,23 +147,30 @@ test('browser provider over a leased real Chromium', async (t) => {
       assert.equal(code(invalid), 'browser_lease_invalid');
       assert.match(text(invalid), /unknown key "exec"/);
 
+      // Races up to the bound: each retry uses a new port and a restarted downstream that got the replayed
+      // initialize (its roots/list reaches the client); the client sees no second initialize result.
       box.control({ acquire: [75, 75, 75, 75] });
       const before = byCommand(box, 'acquire').length;
+      const rootsBeforeRace = baton.rootsRequests();
       const race = await baton.call('list_pages');
       assert.equal(code(race), 'browser_port_race');
-      assert.equal(byCommand(box, 'acquire').length - before, 4, 'first try plus three retries');
+      const raced = byCommand(box, 'acquire').slice(before);
+      assert.equal(raced.length, 4, 'first try plus three retries');
+      assert.equal(new Set(raced.map((c) => c[4])).size, 4, 'four distinct ports');
+      assert.ok(baton.rootsRequests() >= rootsBeforeRace + 3, 'replayed initialize (with roots) per restart');
+      assert.equal(baton.lateInitializeResults(), 0, 'no duplicate initialize result');
 
-      // Two races, then success: each retry uses a new port and a restarted downstream that got the replayed
-      // initialize (its roots/list reaches the client); the client sees no second initialize result.
-      box.control({ acquire: [75, 75, 'ok'] });
+      // A race, then success on the retry's new port. (One race, not more: every retry restarts chrome-devtools-mcp,
+      // ~1 CPU s, and the retries' ports and replays are pinned just above.)
+      box.control({ acquire: [75, 'ok'] });
       const rootsBefore = baton.rootsRequests();
       const start = byCommand(box, 'acquire').length;
       const recovered = await baton.call('list_pages');
       assert.ok(!recovered.isError, text(recovered));
       const tries = byCommand(box, 'acquire').slice(start);
-      assert.equal(tries.length, 3);
-      assert.equal(new Set(tries.map((c) => c[4])).size, 3, 'three distinct ports');
-      assert.ok(baton.rootsRequests() >= rootsBefore + 2, 'replayed initialize (with roots) per restart');
+      assert.equal(tries.length, 2);
+      assert.equal(new Set(tries.map((c) => c[4])).size, 2, 'two distinct ports');
+      assert.ok(baton.rootsRequests() >= rootsBefore + 1, 'replayed initialize (with roots) on the restart');
       assert.equal(baton.lateInitializeResults(), 0, 'no duplicate initialize result');
 
       // A native tool failure with the lease intact (status 0) keeps the native error as it is.
@@ -181,7 +188,7 @@ test('browser provider over a leased real Chromium', async (t) => {
       assert.doesNotMatch(text(unknownStatus), /browser_lease_replaced/);
       const stillLeased = await baton.call('list_pages');
       assert.ok(!stillLeased.isError, 'the lease is kept after status 70');
-      assert.equal(byCommand(box, 'acquire').length, start + 3, 'no new acquire');
+      assert.equal(byCommand(box, 'acquire').length, start + 2, 'no new acquire');
 
       // chrome-devtools-mcp dies: a fresh one starts on the same port with the initialize replayed; lease kept.
       // Retired downstreams of the port-race retries are reaped; one chrome-devtools-mcp remains.
@@ -197,7 +204,7 @@ test('browser provider over a leased real Chromium', async (t) => {
       await until(() => baton.rootsRequests() > rootsBeforeCrash, { what: 'the restarted downstream asks for roots' });
       const afterCrash = await baton.call('list_pages');
       assert.ok(!afterCrash.isError, text(afterCrash));
-      assert.equal(byCommand(box, 'acquire').length, start + 3, 'the lease survived the downstream restart');
+      assert.equal(byCommand(box, 'acquire').length, start + 2, 'the lease survived the downstream restart');
       assert.equal(baton.lateInitializeResults(), 0, 'no duplicate initialize result');
     } finally {
       await baton.close();

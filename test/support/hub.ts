@@ -5,8 +5,7 @@ import { once } from 'node:events';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { type ChildGroup, spawnGroup } from '../../src/lib/process-group.ts';
 import { REPO_ROOT } from './bins.ts';
@@ -180,6 +179,12 @@ export async function connectCaller(
   caller: string,
   token = TEST_CALLERS[caller as keyof typeof TEST_CALLERS],
 ): Promise<Client> {
+  // The SDK v1 client is loaded here, not at the top: importing it costs a test process ~0.15 CPU s, and many files
+  // take this module only for startHub, isolatedEnv or runGroup.
+  const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+  ]);
   const client = new Client({ name: `test-${caller}`, version: '1.0.0' });
   const transport = new StreamableHTTPClientTransport(new URL(`${hub.url}/mcp/${caller}`), {
     requestInit: { headers: { Authorization: `Bearer ${token}` } },

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import type { TestContext } from 'node:test';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import type { Client } from '@modelcontextprotocol/client';
 import type { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { call, type RunningHub, TEST_CALLERS } from './hub.ts';
 import { WaitBudget } from './poll.ts';
@@ -20,6 +20,8 @@ export async function connectV2(
   opts: { token?: string; capabilities?: Record<string, unknown> } = {},
 ): Promise<Client> {
   const token = opts.token ?? TEST_CALLERS[caller as keyof typeof TEST_CALLERS];
+  // Loaded on use (~0.1 CPU s): some files take this module only for freePort or the tool contract.
+  const { Client, StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
   const client = new Client(
     { name: `test-v2-${caller}`, version: '1.0.0' },
     {

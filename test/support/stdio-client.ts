@@ -3,8 +3,8 @@
 // users run both SDK generations.
 import { Client, type ClientCapabilities } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport as V1StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StdioClientTransport as V1StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
 /**
  * The protocol the v2 client speaks: pinned to 2026-07-28 (no fallback), the plain 2025 `initialize`, or `auto` (probe
@@ -90,6 +90,11 @@ export interface V1StdioClient {
 
 /** The same server under the SDK v1 client (2025 protocol), as clients built on SDK 1.x still connect. */
 export async function spawnV1StdioClient(launch: Launch): Promise<V1StdioClient> {
+  // Loaded on use: most files that take this module never start a v1 client, and the import costs ~0.1 CPU s.
+  const [{ Client: V1Client }, { StdioClientTransport: V1StdioClientTransport }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/stdio.js'),
+  ]);
   const transport = new V1StdioClientTransport({ ...launch, stderr: 'pipe' });
   let stderr = '';
   transport.stderr?.on('data', (d: Buffer) => {
