@@ -10,8 +10,8 @@ import { promisify } from 'node:util';
 import { REPO_ROOT } from '../support/bins.ts';
 import { batonHome, CONTROL_TOKEN, isolatedEnv, writeHubConfig } from '../support/hub.ts';
 import { pidAlive, until } from '../support/poll.ts';
+import { portForLater } from '../support/ports.ts';
 import { tempDir } from '../support/tmp.ts';
-import { portForLater } from './ports.ts';
 
 const BATON = join(REPO_ROOT, 'bin', 'baton.js');
 

@@ -8,9 +8,9 @@ import { test } from 'node:test';
 import { connectCaller, HUB_TOOL_NAMES, type RunningHub, startHub, TEST_CALLERS } from '../support/hub.ts';
 import { assertToolContract, connectV2, v1Caller, v2Caller } from '../support/mcp-v2.ts';
 import { until } from '../support/poll.ts';
+import { portForLater } from '../support/ports.ts';
 import { acpScript, scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
-import { portForLater } from './ports.ts';
 
 const MODERN = '2026-07-28';
 

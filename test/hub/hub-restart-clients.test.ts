@@ -19,7 +19,7 @@ import { bins } from '../support/bins.ts';
 import { batonConnect, CLIENT_TOKENS, clientPath, tokenEnv } from '../support/connect.ts';
 import { DELEGATE_ANSWER, Delegation, FINAL_PREFIX } from '../support/delegation.ts';
 import { type HubSetup, type RunningHub, startHub } from '../support/hub.ts';
-import { freePort } from '../support/mcp-v2.ts';
+import { portForLater } from '../support/ports.ts';
 import { scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { fileHooks, tempDir } from '../support/tmp.ts';
 
@@ -46,7 +46,7 @@ function sharedHub() {
     const dir = tempDir(fileHooks, 'baton-restart-');
     const { work, entry } = scriptedAgentSetup(dir);
     const callers = Object.fromEntries(Object.entries(CLIENT_TOKENS).map(([c, token]) => [c, { token }]));
-    const setup: HubSetup = { dir, roots: [work], agents: { scripted: entry }, callers, port: await freePort() };
+    const setup: HubSetup = { dir, roots: [work], agents: { scripted: entry }, callers, port: await portForLater() };
     return { setup, hub: await startHub(fileHooks, setup) };
   })();
   return shared;

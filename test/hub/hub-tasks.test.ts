@@ -5,10 +5,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { startHub } from '../support/hub.ts';
 import { connectV2, v2Caller } from '../support/mcp-v2.ts';
+import { portForLater } from '../support/ports.ts';
 import { acpScript, scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { TASKS, TasksRequester } from '../support/tasks-client.ts';
 import { tempDir } from '../support/tmp.ts';
-import { portForLater } from './ports.ts';
 
 const notWorking = (task: Record<string, unknown>) => task.status !== 'working';
 const text = (result: unknown) =>

@@ -10,9 +10,9 @@ import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { REPO_ROOT } from '../support/bins.ts';
 import { batonHome, call, connectCaller, followToEnd, isolatedEnv, startHub, writeHubConfig } from '../support/hub.ts';
+import { portForLater } from '../support/ports.ts';
 import { acpScript, SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
-import { portForLater } from './ports.ts';
 
 const run = promisify(execFile);
 // Without the devDependency agents on PATH, so a created config configures none.

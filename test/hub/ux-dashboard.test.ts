@@ -26,9 +26,9 @@ import {
   writeHubConfig,
 } from '../support/hub.ts';
 import { pidAlive, until } from '../support/poll.ts';
+import { portForLater } from '../support/ports.ts';
 import { scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { fileHooks, tempDir } from '../support/tmp.ts';
-import { portForLater } from './ports.ts';
 
 const CDP_TIMEOUT_MS = 30_000;
 /** How long a page may take to show what a test waits for (a round to run, the list to refresh) on a loaded machine. */

@@ -1,7 +1,6 @@
 // The official MCP SDK v2 client against a test hub, in either protocol era, and the hub's tool contract run through
 // any client (SDK v1 or v2) so each one is held to the same answers.
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import type { TestContext } from 'node:test';
 import type { Client } from '@modelcontextprotocol/client';
 import type { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -122,13 +121,4 @@ export async function assertToolContract(callTool: ToolCaller, cwd: string, labe
     cursor = page.nextCursor as string;
   }
   assert.ok(listed.has(taskId) && listed.has(stalledId), 'agent_list shows both tasks');
-}
-
-/** A TCP port free right now on loopback (for a hub that must come back on the same address). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
 }
