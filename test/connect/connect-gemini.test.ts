@@ -1,6 +1,7 @@
-// `baton connect gemini` into an isolated HOME, then the real `gemini -p` delegating through the hub to the scripted
-// ACP agent, with the Gemini mock scripted as a model that reads each tool result. Without the `trust` connect writes,
-// Gemini CLI leaves baton's tools out of a non-interactive run, so nothing is delegated.
+// `baton connect gemini` (twice, into settings of the user's own) into an isolated HOME, then the real `gemini -p`
+// delegating through the hub to the scripted ACP agent, with the Gemini mock scripted as a model that reads each tool
+// result. Without the `trust` connect writes, Gemini CLI leaves baton's tools out of a non-interactive run, so nothing
+// is delegated.
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,17 +15,28 @@ import { call, connectCaller } from '../support/hub.ts';
 const suite = connectSuite('gemini');
 
 /**
- * `baton connect gemini` runs once, into a home of its own; each test's Gemini CLI gets a copy of the settings it wrote
- * (a run without trust removes that from its copy), so the connect and its `gemini mcp add` are not repeated.
+ * `baton connect gemini` runs twice into a home of its own whose settings already hold the user's own things (a theme,
+ * another MCP server): the second run must leave one baton entry and keep the rest. Each test's Gemini CLI then gets a
+ * copy of the settings it wrote, without the other server (nothing to start there) and, for the run without trust,
+ * without that; so the connect and its `gemini mcp add` are not repeated per test.
  */
 let connection: Promise<{ connectOut: string; settingsText: string }> | undefined;
 function connectOnce() {
   connection ??= (async () => {
     const home = join(suite.dir, 'connected', 'home');
-    const env = { ...geminiEnv(home, { baseUrl: 'http://127.0.0.1:9' }), PATH: suite.PATH, ...tokenEnv('gemini') };
-    const c = await batonConnect(suite.setup.configPath, ['gemini'], { env, cwd: suite.setup.project });
-    assert.equal(c.code, 0, `connect failed:\n${c.stdout}\n${c.stderr}`);
-    return { connectOut: c.stdout, settingsText: readFileSync(join(home, '.gemini', 'settings.json'), 'utf8') };
+    const userSettings = { ui: { theme: 'Dracula' }, mcpServers: { other: { command: '/bin/true' } } };
+    const env = {
+      ...geminiEnv(home, { baseUrl: 'http://127.0.0.1:9' }, userSettings),
+      PATH: suite.PATH,
+      ...tokenEnv('gemini'),
+    };
+    let connectOut = '';
+    for (let i = 0; i < 2; i++) {
+      const c = await batonConnect(suite.setup.configPath, ['gemini'], { env, cwd: suite.setup.project });
+      assert.equal(c.code, 0, `connect ${i + 1} failed:\n${c.stdout}\n${c.stderr}`);
+      connectOut ||= c.stdout;
+    }
+    return { connectOut, settingsText: readFileSync(join(home, '.gemini', 'settings.json'), 'utf8') };
   })();
   return connection;
 }
@@ -37,8 +49,10 @@ async function connected(t: TestContext, name: string) {
   const env: NodeJS.ProcessEnv = { ...geminiEnv(home, mock), PATH: suite.PATH, ...tokenEnv('gemini') };
   const { connectOut, settingsText } = await connectOnce();
   const settings = join(home, '.gemini', 'settings.json');
-  writeFileSync(settings, settingsText, { mode: 0o600 });
-  return { delegation, env, connectOut, settings };
+  const copy = JSON.parse(settingsText);
+  delete copy.mcpServers.other;
+  writeFileSync(settings, JSON.stringify(copy), { mode: 0o600 });
+  return { delegation, env, connectOut, settingsText, settings };
 }
 
 const geminiP = (env: NodeJS.ProcessEnv) =>
@@ -52,15 +66,20 @@ async function geminiTasks(t: TestContext): Promise<number> {
   return (await call<{ tasks: unknown[] }>(client, 'agent_list', {})).tasks.length;
 }
 
-test('baton connect gemini: gemini -p delegates through the hub and prints the delegate answer', async (t) => {
-  const { delegation, env, connectOut, settings } = await connected(t, 'trusted');
+test('baton connect gemini, run twice: one trusted baton entry, the rest kept; gemini -p delegates through the hub', async (t) => {
+  const { delegation, env, connectOut, settingsText } = await connected(t, 'trusted');
   assert.match(connectOut, /ran: gemini mcp add --scope user --transport http --trust --header/);
-  const text = readFileSync(settings, 'utf8');
-  const baton = JSON.parse(text).mcpServers.baton;
-  assert.equal(baton.trust, true);
-  assert.equal(baton.headers.Authorization, `Bearer \${BATON_TOKEN_GEMINI}`, 'the token stays in the environment');
-  assert.ok(!text.includes(CLIENT_TOKENS.gemini));
-  assert.equal(JSON.parse(text).security.auth.selectedType, 'gemini-api-key', 'the rest of the settings is kept');
+  const json = JSON.parse(settingsText);
+  assert.deepEqual(Object.keys(json.mcpServers).sort(), ['baton', 'other']);
+  assert.deepEqual(json.mcpServers.baton, {
+    url: `${suite.setup.hub.url}/mcp/gemini`,
+    type: 'http',
+    headers: { Authorization: `Bearer \${BATON_TOKEN_GEMINI}` },
+    trust: true,
+  });
+  assert.ok(!settingsText.includes(CLIENT_TOKENS.gemini), 'the token stays in the environment');
+  assert.equal(json.ui.theme, 'Dracula', 'the rest of the settings is kept');
+  assert.equal(json.security.auth.selectedType, 'gemini-api-key');
 
   const r = await geminiP(env);
   assert.equal(r.code, 0, r.stderr);
