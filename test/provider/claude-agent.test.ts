@@ -41,7 +41,7 @@ async function collect(events: AsyncIterable<AgentEvent>): Promise<AgentEvent[]>
   return out;
 }
 
-test('a turn maps init, tool use and result to normalised events, and a second turn resumes the session', async () => {
+test('a turn maps init, tool use and result to normalised events; a second turn resumes the session, where a mutating command is denied and reported', async () => {
   const pgids: number[] = [];
   const session = await agent.openSession({
     cwd: workspace,
@@ -71,33 +71,24 @@ test('a turn maps init, tool use and result to normalised events, and a second t
   const sessionId = session.id;
   assert.match(sessionId ?? '', /^[0-9a-f-]{36}$/);
 
-  mock.push({ kind: 'text', text: 'second answer' });
+  // The resumed turn (one Claude process per turn) also tries a mutating command, which the read-only session denies.
+  mock.push(
+    { kind: 'tool_use', name: 'Bash', input: { command: 'echo pwned > pwned.txt', description: 'write' } },
+    { kind: 'text', text: 'second answer' },
+  );
   const before = mock.messageRequests.length;
   const second = await collect(session.turn('and now?', { signal: new AbortController().signal }));
   assert.deepEqual(second.at(-2), { kind: 'message', text: 'second answer' });
+  assert.deepEqual(second.at(-1), { kind: 'end', outcome: 'succeeded' });
   assert.equal(session.id, sessionId, 'resume keeps the session id');
   const resumed = JSON.stringify(mock.messageRequests[before]?.messages);
   assert.ok(resumed.includes('look around') && resumed.includes('and now?'), 'the resumed request carries history');
-  await session.close();
-});
-
-test('a mutating command in a read-only session is denied and reported as a permission event', async () => {
-  const session = await agent.openSession({
-    cwd: workspace,
-    sandbox: 'read-only',
-    signal: new AbortController().signal,
-  });
-  mock.push(
-    { kind: 'tool_use', name: 'Bash', input: { command: 'echo pwned > pwned.txt', description: 'write' } },
-    { kind: 'text', text: 'could not write' },
-  );
-  const events = await collect(session.turn('write a file', { signal: new AbortController().signal }));
   assert.deepEqual(
-    events.filter((e) => e.kind === 'permission'),
+    second.filter((e) => e.kind === 'permission'),
     [{ kind: 'permission', decision: 'denied', what: 'command tool Bash' }],
   );
-  assert.deepEqual(events.at(-1), { kind: 'end', outcome: 'succeeded' });
   assert.equal(existsSync(join(workspace, 'pwned.txt')), false);
+  await session.close();
 });
 
 test('a workspace-write session may edit files in its cwd (hub delegation policy)', async () => {
