@@ -110,8 +110,19 @@ test('ready line on stderr and exactly the P-CL tools', async () => {
   ]);
 });
 
-test('claude_code returns the answer, sends progress, and runs Claude as a pinned read-only leaf reviewer', async () => {
-  mock.push({ kind: 'text', text: 'LGTM: no issues found' });
+test('claude_code returns the answer, sends progress, and runs Claude as a pinned read-only leaf reviewer: Bash mutation, Write and Edit are refused and change nothing', async () => {
+  // One Claude run (a start costs a fraction of a CPU second) for both: the scripted model tries to change files
+  // before it answers.
+  mock.push(
+    { kind: 'tool_use', name: 'Bash', input: { command: 'echo pwned > pwned.txt', description: 'mutate' } },
+    { kind: 'tool_use', name: 'Write', input: { file_path: join(workspace, 'written.txt'), content: 'x' } },
+    {
+      kind: 'tool_use',
+      name: 'Edit',
+      input: { file_path: join(workspace, 'config.env'), old_string: 'API_TOKEN', new_string: 'EDITED' },
+    },
+    { kind: 'text', text: 'LGTM: no issues found' },
+  );
   const seen = mock.messageRequests.length;
   const progress: string[] = [];
   const res = (await conn.client.callTool(
@@ -121,6 +132,13 @@ test('claude_code returns the answer, sends progress, and runs Claude as a pinne
   assert.equal(res.isError, undefined);
   assert.equal(textOf(res), 'LGTM: no issues found');
   assert.ok(progress.length >= 1, 'a caller that sent a progressToken gets progress');
+  assert.equal(existsSync(join(workspace, 'pwned.txt')), false);
+  assert.equal(existsSync(join(workspace, 'written.txt')), false);
+  assert.match(readFileSync(join(workspace, 'config.env'), 'utf8'), /^API_TOKEN=/);
+  // Each attempt came back to the model as an error tool_result.
+  const results = mock.messageRequests.slice(seen + 1, seen + 4).map((r) => JSON.stringify(r.messages?.at(-1)));
+  assert.equal(results.length, 3);
+  for (const r of results) assert.match(r, /"is_error":true/);
   const sent = mock.messageRequests[seen]!;
   const tools = (sent.tools ?? []).map((t) => t.name);
   for (const allowed of ['Read', 'Glob', 'Grep', 'Bash']) assert.ok(tools.includes(allowed), `${allowed} offered`);
@@ -175,29 +193,6 @@ test('claude_code: a caller may shorten the bound with timeout_ms', async () => 
   mock.script.clear();
   assert.equal(res.isError, true);
   assert.match(textOf(res), /did not finish within 2 s/);
-});
-
-test('scripted Bash mutation, Write and Edit attempts are all refused and change nothing', async () => {
-  const seen = mock.messageRequests.length;
-  mock.push(
-    { kind: 'tool_use', name: 'Bash', input: { command: 'echo pwned > pwned.txt', description: 'mutate' } },
-    { kind: 'tool_use', name: 'Write', input: { file_path: join(workspace, 'written.txt'), content: 'x' } },
-    {
-      kind: 'tool_use',
-      name: 'Edit',
-      input: { file_path: join(workspace, 'config.env'), old_string: 'API_TOKEN', new_string: 'EDITED' },
-    },
-    { kind: 'text', text: 'I could not change anything' },
-  );
-  const res = await call('claude_code', { prompt: 'please change files' });
-  assert.equal(textOf(res), 'I could not change anything');
-  assert.equal(existsSync(join(workspace, 'pwned.txt')), false);
-  assert.equal(existsSync(join(workspace, 'written.txt')), false);
-  assert.match(readFileSync(join(workspace, 'config.env'), 'utf8'), /^API_TOKEN=/);
-  // Each attempt came back to the model as an error tool_result.
-  const results = mock.messageRequests.slice(seen + 1, seen + 4).map((r) => JSON.stringify(r.messages?.at(-1)));
-  assert.equal(results.length, 3);
-  for (const r of results) assert.match(r, /"is_error":true/);
 });
 
 test('background review: start, long-poll status, paged result; secrets and tool output never cross MCP', async () => {
