@@ -13,28 +13,38 @@ import { AnthropicMock, type AnthropicStep, isolatedClaudeEnv } from '../mock-mo
 import { bins } from '../support/bins.ts';
 import { CLIENT_TOKENS, run } from '../support/connect.ts';
 import { DELEGATE_ANSWER, Delegation, FINAL_PREFIX } from '../support/delegation.ts';
-import { startHub } from '../support/hub.ts';
+import { type RunningHub, startHub } from '../support/hub.ts';
 import { until } from '../support/poll.ts';
 import { acpScript, scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { TASKS } from '../support/tasks-client.ts';
-import { tempDir } from '../support/tmp.ts';
+import { fileHooks, tempDir } from '../support/tmp.ts';
 import { wireRecorder } from '../support/wire.ts';
 
 type Rpc = { method?: string; params?: { name?: string; _meta?: Record<string, unknown> } };
 type Answer = { result?: Record<string, unknown> };
 
+/** One hub for both tests (each records its own wire and runs its Claude Code in a config dir of its own). */
+let shared: Promise<{ dir: string; work: string; hub: RunningHub }> | undefined;
+function sharedHub() {
+  shared ??= (async () => {
+    const dir = tempDir(fileHooks, 'baton-claude-2026-');
+    const { work, entry } = scriptedAgentSetup(dir);
+    const callers = Object.fromEntries(Object.entries(CLIENT_TOKENS).map(([c, token]) => [c, { token }]));
+    const hub = await startHub(fileHooks, { dir, roots: [work], agents: { scripted: entry }, callers });
+    return { dir, work, hub };
+  })();
+  return shared;
+}
+
 test('Claude Code speaks 2026-07-28 to the hub: server/discover answered, stateless delegation completes', async (t) => {
-  const dir = tempDir(t, 'baton-claude-2026-');
-  const { work, entry } = scriptedAgentSetup(dir);
-  const callers = Object.fromEntries(Object.entries(CLIENT_TOKENS).map(([c, token]) => [c, { token }]));
-  const hub = await startHub(t, { dir, roots: [work], agents: { scripted: entry }, callers });
+  const { dir, work, hub } = await sharedHub();
   const wire = await wireRecorder(t, `${hub.url}/mcp/claude`);
   const delegation = new Delegation(work);
   const mock = await AnthropicMock.start(delegation.anthropic);
   t.after(() => mock.close());
   // MCP_CONNECTION_NONBLOCKING: claude -p would otherwise ask the model before baton's tools are listed.
   const env: NodeJS.ProcessEnv = {
-    ...isolatedClaudeEnv(mock.origin, join(dir, 'claude')),
+    ...isolatedClaudeEnv(mock.origin, join(dir, 'claude-p')),
     MCP_CONNECTION_NONBLOCKING: 'false',
   };
   mkdirSync(env.HOME!, { recursive: true });
@@ -102,10 +112,7 @@ test('Claude Code speaks 2026-07-28 to the hub: server/discover answered, statel
 });
 
 test('interactive Claude Code runs agent_run as an MCP task and its result reaches the model', async (t) => {
-  const dir = tempDir(t, 'baton-claude-tty-');
-  const { work, entry } = scriptedAgentSetup(dir);
-  const callers = Object.fromEntries(Object.entries(CLIENT_TOKENS).map(([c, token]) => [c, { token }]));
-  const hub = await startHub(t, { dir, roots: [work], agents: { scripted: entry }, callers });
+  const { dir, work, hub } = await sharedHub();
   const wire = await wireRecorder(t, `${hub.url}/mcp/claude`);
   // The model: load baton's agent_run through ToolSearch (Claude Code defers MCP tools), call it once, then only talk.
   const run = 'mcp__baton__agent_run';
@@ -124,7 +131,7 @@ test('interactive Claude Code runs agent_run as an MCP task and its result reach
   });
   t.after(() => mock.close());
   const env: NodeJS.ProcessEnv = {
-    ...isolatedClaudeEnv(mock.origin, join(dir, 'claude')),
+    ...isolatedClaudeEnv(mock.origin, join(dir, 'claude-tty')),
     TERM: 'xterm',
     MCP_CONNECTION_NONBLOCKING: 'false',
   };
