@@ -190,7 +190,7 @@ test('connect codex twice: one [mcp_servers.baton] with one approval line; other
 });
 
 // Running `baton connect gemini` twice at user scope (one trusted entry, the user's other settings kept) is asserted
-// in test/connect/connect-gemini.test.ts, whose connect feeds the real gemini -p runs there.
+// in test/connect/connect-gemini.ts (run by connect-clients.test.ts), whose connect feeds the real gemini -p runs.
 test('connect gemini --scope project writes the project settings and leaves the user settings alone', async (t) => {
   const s = setup(t);
   const settings = join(s.home, '.gemini', 'settings.json');

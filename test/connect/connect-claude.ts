@@ -1,3 +1,4 @@
+// A part of connect-clients.test.ts (its hub and temp dir are the shared suite in clients-suite.ts).
 // `baton connect claude` into an isolated home, then the real `claude -p` delegating through the hub to the scripted
 // ACP agent (agent_run → agent_wait until terminal → agent_result), with the Anthropic mock scripted as a model that
 // reads each tool result. Without the allow rule connect writes, the same run must not delegate.
@@ -7,16 +8,15 @@ import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { AnthropicMock, isolatedClaudeEnv } from '../mock-models/anthropic.ts';
 import { bins } from '../support/bins.ts';
-import { batonConnect, CLIENT_TOKENS, connectSuite, run, tokenEnv } from '../support/connect.ts';
+import { batonConnect, CLIENT_TOKENS, run, tokenEnv } from '../support/connect.ts';
 import { DELEGATE_ANSWER, Delegation, FAILED_PREFIX, FINAL_PREFIX } from '../support/delegation.ts';
 import { call, connectCaller } from '../support/hub.ts';
+import { suite } from './clients-suite.ts';
 
-const suite = connectSuite('claude');
-
-/** The Claude Code env of one test: its own config dir and HOME under `suite.dir/name`, the mock, the hub's token. */
+/** The Claude Code env of one test: its own config dir and HOME under `suite.dir/claude/name`, the mock, the hub's token. */
 function claudeEnv(origin: string, name: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
-    ...isolatedClaudeEnv(origin, join(suite.dir, name)),
+    ...isolatedClaudeEnv(origin, join(suite.dir, 'claude', name)),
     PATH: suite.PATH,
     ...tokenEnv('claude'),
     // claude -p connects MCP servers in the background by default, so on a loaded machine its first model request can

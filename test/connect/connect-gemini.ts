@@ -1,3 +1,4 @@
+// A part of connect-clients.test.ts (its hub and temp dir are the shared suite in clients-suite.ts).
 // `baton connect gemini` (twice, into settings of the user's own) into an isolated HOME, then the real `gemini -p`
 // delegating through the hub to the scripted ACP agent, with the Gemini mock scripted as a model that reads each tool
 // result. Without the `trust` connect writes, Gemini CLI leaves baton's tools out of a non-interactive run, so nothing
@@ -8,11 +9,10 @@ import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { geminiEnv, startGeminiMock } from '../mock-models/gemini.ts';
 import { bins } from '../support/bins.ts';
-import { batonConnect, CLIENT_TOKENS, connectSuite, run, tokenEnv } from '../support/connect.ts';
+import { batonConnect, CLIENT_TOKENS, run, tokenEnv } from '../support/connect.ts';
 import { DELEGATE_ANSWER, Delegation, FINAL_PREFIX, NO_TOOLS } from '../support/delegation.ts';
 import { call, connectCaller } from '../support/hub.ts';
-
-const suite = connectSuite('gemini');
+import { suite } from './clients-suite.ts';
 
 /**
  * `baton connect gemini` runs twice into a home of its own whose settings already hold the user's own things (a theme,
@@ -23,7 +23,7 @@ const suite = connectSuite('gemini');
 let connection: Promise<{ connectOut: string; settingsText: string }> | undefined;
 function connectOnce() {
   connection ??= (async () => {
-    const home = join(suite.dir, 'connected', 'home');
+    const home = join(suite.dir, 'gemini', 'connected', 'home');
     const userSettings = { ui: { theme: 'Dracula' }, mcpServers: { other: { command: '/bin/true' } } };
     const env = {
       ...geminiEnv(home, { baseUrl: 'http://127.0.0.1:9' }, userSettings),
@@ -45,7 +45,7 @@ async function connected(t: TestContext, name: string) {
   const delegation = new Delegation(suite.setup.project);
   const mock = await startGeminiMock(delegation.gemini);
   t.after(() => mock.close());
-  const home = join(suite.dir, name, 'home');
+  const home = join(suite.dir, 'gemini', name, 'home');
   const env: NodeJS.ProcessEnv = { ...geminiEnv(home, mock), PATH: suite.PATH, ...tokenEnv('gemini') };
   const { connectOut, settingsText } = await connectOnce();
   const settings = join(home, '.gemini', 'settings.json');
