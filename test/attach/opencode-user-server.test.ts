@@ -328,6 +328,17 @@ describe('hub + claude and opencode on a server the user runs', () => {
         OPENCODE_SERVER_PASSWORD: server.password,
       },
     );
+    // The hub's start-up probe of Claude Code (its --version and login, no inference), as the preflight table
+    // `baton serve` prints it.
+    const claudeRow = hub
+      .output()
+      .split('\n')
+      .map((line) => line.split(/ +/))
+      .find((cells) => cells[1] === 'claude');
+    assert.deepEqual(claudeRow?.slice(0, 4), ['ok', 'claude', 'claude', bins.claude()]);
+    assert.match(claudeRow?.[4] ?? '', /^\d+\.\d+\.\d+$/);
+    assert.equal(claudeRow?.[5], 'ok', 'logged in');
+    assert.equal(anthropic.server.requests.length, 0, 'the probe spent no inference');
     const alice = await connectCaller(t, hub, 'alice');
 
     anthropic.script.push({ kind: 'text', text: 'claude remembers kestrel' });
