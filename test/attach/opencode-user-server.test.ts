@@ -11,7 +11,7 @@
 // The server baton starts itself — private home, login mirror, resume in a fresh process — is tested in
 // test/attach/opencode-agent.test.ts.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -341,7 +341,11 @@ describe('hub + claude and opencode on a server the user runs', () => {
     assert.equal(anthropic.server.requests.length, 0, 'the probe spent no inference');
     const alice = await connectCaller(t, hub, 'alice');
 
-    anthropic.script.push({ kind: 'text', text: 'claude remembers kestrel' });
+    // Claude's first round writes a file first: a hub task is a workspace-write session (the hub's delegation policy).
+    anthropic.script.push(
+      { kind: 'tool_use', name: 'Write', input: { file_path: join(cWork, 'made.txt'), content: 'made by claude\n' } },
+      { kind: 'text', text: 'claude remembers kestrel' },
+    );
     chat.script.push({ type: 'text', chunks: ['opencode remembers ', 'plover'] });
     const c = await call<{ taskId: string }>(alice, 'agent_run', {
       agent: 'claude',
@@ -361,6 +365,16 @@ describe('hub + claude and opencode on a server the user runs', () => {
       (await call<{ text: string }>(alice, 'agent_result', { taskId: c.taskId })).text,
       'claude remembers kestrel',
     );
+    assert.equal(readFileSync(join(cWork, 'made.txt'), 'utf8'), 'made by claude\n');
+    assert.deepEqual(
+      cDone.events.filter((e) => e.kind === 'tool').map((e) => [e.phase, e.family, e.ok]),
+      [
+        ['start', 'patch', undefined],
+        ['end', 'patch', true],
+      ],
+    );
+    const offered = (anthropic.messageRequests[0]?.tools ?? []).map((x) => x.name);
+    assert.ok(offered.includes('Edit') && !offered.includes('Agent') && !offered.includes('Task'), offered.join());
     // Claude's answer streams as message events (its partial-message text deltas).
     assert.equal(
       cDone.events
@@ -463,6 +477,14 @@ describe('opencode hub agent on a server the user runs (AG-3)', () => {
     assert.equal(down.available, false);
     assert.equal(down.version, '9.9.9');
     assert.match(down.detail ?? '', /^server http:\/\/127\.0\.0\.1:1\/: /);
+    // Without a server URL (baton starts `opencode serve` itself) the probe is the binary's --version alone; the real
+    // binary's answer is read by the hub's probe in test/hub/hub-acp-real.test.ts.
+    const local = await createAgent(
+      'local',
+      { kind: 'opencode', binary: tripwire },
+      { stateDir: join(userRoot, 'state'), logger: silentLogger },
+    ).probe();
+    assert.deepEqual([local.available, local.version, local.detail], [true, '9.9.9', undefined]);
 
     mock.script.push({ type: 'text', chunks: ['from the user server'] });
     const session = await remote.openSession({

@@ -91,28 +91,8 @@ test('a turn maps init, tool use and result to normalised events; a second turn 
   await session.close();
 });
 
-test('a workspace-write session may edit files in its cwd (hub delegation policy)', async () => {
-  const session = await agent.openSession({
-    cwd: workspace,
-    sandbox: 'workspace-write',
-    signal: new AbortController().signal,
-  });
-  mock.push(
-    { kind: 'tool_use', name: 'Write', input: { file_path: join(workspace, 'made.txt'), content: 'made by claude\n' } },
-    { kind: 'text', text: 'wrote it' },
-  );
-  const events = await collect(session.turn('write made.txt', { signal: new AbortController().signal }));
-  assert.deepEqual(
-    events.filter((e) => e.kind === 'tool'),
-    [
-      { kind: 'tool', phase: 'start', family: 'patch' },
-      { kind: 'tool', phase: 'end', family: 'patch', ok: true },
-    ],
-  );
-  assert.equal(readFileSync(join(workspace, 'made.txt'), 'utf8'), 'made by claude\n');
-  const offered = (mock.messageRequests.at(-1)?.tools ?? []).map((t) => t.name);
-  assert.ok(offered.includes('Edit') && !offered.includes('Agent') && !offered.includes('Task'));
-});
+// A workspace-write session editing files in its cwd (the hub's delegation policy) is the first Claude round of the hub
+// test in test/attach/opencode-user-server.test.ts.
 
 test('resuming a session id Claude does not know fails with its reason', async () => {
   const session = await agent.openSession({
