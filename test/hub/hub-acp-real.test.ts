@@ -6,7 +6,7 @@
 // PATH resolution is asserted for the real binaries. Every agent round is a fresh agent process (seconds of CPU for
 // OpenCode), so OpenCode's continue — session/load in a new process — is also the round that is cancelled, and
 // Gemini runs once; the adapter-level turns (tools, permissions, cancel then keep working) are in
-// test/agents/acp-gemini.test.ts and acp-opencode.test.ts.
+// test/agents/acp-gemini.ts and acp-opencode.ts (run by acp-real.test.ts).
 
 import assert from 'node:assert/strict';
 import { mkdirSync, symlinkSync } from 'node:fs';

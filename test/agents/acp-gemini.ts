@@ -1,3 +1,4 @@
+// A part of acp-real.test.ts.
 // The ACP adapter driving the real Gemini CLI (`gemini --acp`) offline against the scripted Gemini API mock.
 // One binary start serves every turn below. The preset's binary found on PATH and its --version are asserted through
 // the hub's start-up probe in test/hub/hub-acp-real.test.ts.

@@ -1,3 +1,4 @@
+// A part of acp-real.test.ts.
 // The ACP adapter driving the real OpenCode (`opencode acp`) offline against the scripted chat-completions mock.
 // One binary start serves every turn below (an OpenCode start costs seconds of CPU). Resuming a saved session in a new
 // process (session/load) and the preset's binary found on PATH are asserted on the real opencode through the hub in
