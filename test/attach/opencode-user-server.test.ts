@@ -9,7 +9,7 @@
 // - `baton attach` end to end: the official MCP SDK v2 client at 2026-07-28 over stdio drives a real `baton attach`
 //   child, which talks to the server. One attach child for its tests.
 // The server baton starts itself — private home, login mirror, resume in a fresh process — is tested in
-// test/attach/opencode-agent.test.ts.
+// test/attach/opencode-agent.ts, a part this file imports (its tests run first, on servers of their own).
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +28,7 @@ import { bins, NODE_CACHE_ENV, REPO_ROOT } from '../support/bins.ts';
 import { call, connectCaller, followToEnd, startHub, waitForEvent } from '../support/hub.ts';
 import { type StdioClient, spawnStdioClient } from '../support/stdio-client.ts';
 import { tempDir } from '../support/tmp.ts';
+import './opencode-agent.ts';
 
 let mock: ChatMock;
 let opencode: StartedOpenCodeServer;

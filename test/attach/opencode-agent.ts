@@ -1,3 +1,4 @@
+// A part of opencode-user-server.test.ts, which imports it: one test process for both files' OpenCode starts.
 // The OpenCode hub agent (AG-3) against the real `opencode serve` baton starts itself, pointed at the suite's
 // chat-completions mock: text, tool lifecycle, usage, cancel (abort) and resume of a saved session. The agent on a server
 // the user runs (`serverUrl`) shares that file's warm server in opencode-user-server.test.ts.
