@@ -1,5 +1,6 @@
 // `baton mcp --provider claude` through the official MCP SDK client over stdio, against the real `claude` binary and
 // the scripted Anthropic mock: the blocking tool, background reviews, limits, isolation, and what crosses MCP.
+// The Claude Code adapter's own tests (claude-agent.ts) are a part this file imports; they run first, in this process.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -21,6 +22,7 @@ import {
   spawnStdioClient,
   spawnV1StdioClient,
 } from '../support/stdio-client.ts';
+import './claude-agent.ts';
 
 const SECRET = 'sk-planted-SECRET-7f3a9c21e8';
 const INTERIM = 'interim-musing-that-must-stay-private';

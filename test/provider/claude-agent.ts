@@ -1,3 +1,4 @@
+// A part of claude-provider.test.ts, which imports it: one test process for both files' Claude runs.
 // The Claude Code adapter against the real `claude` binary and the scripted Anthropic mock.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
