@@ -9,7 +9,7 @@
 // - `baton attach` end to end: the official MCP SDK v2 client at 2026-07-28 over stdio drives a real `baton attach`
 //   child, which talks to the server. One attach child for its tests.
 // The server baton starts itself — private home, login mirror, resume in a fresh process — is tested in
-// test/attach/opencode-agent.ts, a part this file imports (its tests run first, on servers of their own).
+// test/attach/opencode-agent.ts, a part this file imports last (its tests run after these, on servers of their own).
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,7 +28,6 @@ import { bins, NODE_CACHE_ENV, REPO_ROOT } from '../support/bins.ts';
 import { call, connectCaller, followToEnd, startHub, waitForEvent } from '../support/hub.ts';
 import { type StdioClient, spawnStdioClient } from '../support/stdio-client.ts';
 import { tempDir } from '../support/tmp.ts';
-import './opencode-agent.ts';
 
 let mock: ChatMock;
 let opencode: StartedOpenCodeServer;
@@ -433,6 +432,9 @@ describe('hub + claude and opencode on a server the user runs', () => {
 });
 
 describe('opencode hub agent on a server the user runs (AG-3)', () => {
+  // The last user of the user's server: stopped here, so it does not idle (and spend CPU) through the part below.
+  after(() => opencode?.stop());
+
   async function collect(events: AsyncIterable<AgentEvent>): Promise<AgentEvent[]> {
     const out: AgentEvent[] = [];
     for await (const e of events) out.push(e);
@@ -505,3 +507,7 @@ describe('opencode hub agent on a server the user runs (AG-3)', () => {
     assert.equal((await opencode.client.health()).healthy, true, 'closing the session leaves the user server running');
   });
 });
+
+// The OpenCode hub agent on servers baton starts itself: registered after this file's own tests, so it runs after
+// them (a static import would run it first, with the user's server idling through it).
+await import('./opencode-agent.ts');
