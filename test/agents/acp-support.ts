@@ -1,10 +1,6 @@
 // Shared by the ACP adapter tests: run one turn and collect its events, aborting on an event when asked (event-driven).
 import assert from 'node:assert/strict';
-import { mkdirSync, symlinkSync } from 'node:fs';
-import { delimiter, dirname, join } from 'node:path';
-import { AcpAgent, acpPreset } from '../../src/agents/acp/index.ts';
 import type { AgentEvent, AgentSession } from '../../src/agents/agent.ts';
-import { silentLogger } from '../../src/lib/log.ts';
 import { Gate } from '../mock-models/server.ts';
 
 export type EndEvent = Extract<AgentEvent, { kind: 'end' }>;
@@ -42,29 +38,4 @@ export async function assertStallCancelAcknowledged(
   assert.equal(text, 'thinking');
   mock.script.push({ type: 'text', chunks: ['back'] });
   assert.equal((await runTurn(session, 'still there?')).text, 'back');
-}
-
-/** A preset names its binary bare; found on PATH, the probe reports that binary and its --version. */
-export async function assertPresetOnPath(opts: {
-  preset: string;
-  binary: string;
-  realBinary: string;
-  dir: string;
-  env: Record<string, string>;
-  version: string;
-}): Promise<void> {
-  const binDir = join(opts.dir, 'bin');
-  mkdirSync(binDir, { recursive: true });
-  symlinkSync(opts.realBinary, join(binDir, opts.binary));
-  const preset = acpPreset(opts.preset)!;
-  assert.deepEqual(preset.command[0], opts.binary);
-  const PATH = [binDir, dirname(process.execPath), process.env.PATH].join(delimiter);
-  const probe = await new AcpAgent(
-    opts.preset,
-    { ...preset, env: { ...opts.env, PATH } },
-    { logger: silentLogger },
-  ).probe();
-  assert.equal(probe.available, true, probe.detail);
-  assert.equal(probe.binary, join(binDir, opts.binary));
-  assert.equal(probe.version, opts.version);
 }

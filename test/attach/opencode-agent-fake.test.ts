@@ -1,6 +1,6 @@
 // Edge paths of the OpenCode hub agent that the real server cannot be made to take: an abort OpenCode never honours
 // (the cancel is then reported unacknowledged after the grace) and an event stream that ends mid-turn. These run
-// against a FAKE OpenCode server scripted below (this file says so); the real server is used in opencode-agent.test.ts and opencode-user-server.test.ts.
+// against a FAKE OpenCode server scripted below (this file says so); the real server is used in opencode-agent.ts and opencode-user-server.test.ts.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer, type ServerResponse } from 'node:http';

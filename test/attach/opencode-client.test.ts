@@ -1,6 +1,6 @@
 // The OpenCode HTTP client's own rules against a scripted local HTTP server (a FAKE OpenCode, this file says so):
 // redirects never followed, every request bounded, credentials never in an error. The real server is exercised in
-// opencode-user-server.test.ts and opencode-agent.test.ts.
+// opencode-user-server.test.ts and opencode-agent.ts.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';

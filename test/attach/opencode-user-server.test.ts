@@ -9,9 +9,9 @@
 // - `baton attach` end to end: the official MCP SDK v2 client at 2026-07-28 over stdio drives a real `baton attach`
 //   child, which talks to the server. One attach child for its tests.
 // The server baton starts itself — private home, login mirror, resume in a fresh process — is tested in
-// test/attach/opencode-agent.test.ts.
+// test/attach/opencode-agent.ts, a part this file imports last (its tests run after these, on servers of their own).
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -328,9 +328,24 @@ describe('hub + claude and opencode on a server the user runs', () => {
         OPENCODE_SERVER_PASSWORD: server.password,
       },
     );
+    // The hub's start-up probe of Claude Code (its --version and login, no inference), as the preflight table
+    // `baton serve` prints it.
+    const claudeRow = hub
+      .output()
+      .split('\n')
+      .map((line) => line.split(/ +/))
+      .find((cells) => cells[1] === 'claude');
+    assert.deepEqual(claudeRow?.slice(0, 4), ['ok', 'claude', 'claude', bins.claude()]);
+    assert.match(claudeRow?.[4] ?? '', /^\d+\.\d+\.\d+$/);
+    assert.equal(claudeRow?.[5], 'ok', 'logged in');
+    assert.equal(anthropic.server.requests.length, 0, 'the probe spent no inference');
     const alice = await connectCaller(t, hub, 'alice');
 
-    anthropic.script.push({ kind: 'text', text: 'claude remembers kestrel' });
+    // Claude's first round writes a file first: a hub task is a workspace-write session (the hub's delegation policy).
+    anthropic.script.push(
+      { kind: 'tool_use', name: 'Write', input: { file_path: join(cWork, 'made.txt'), content: 'made by claude\n' } },
+      { kind: 'text', text: 'claude remembers kestrel' },
+    );
     chat.script.push({ type: 'text', chunks: ['opencode remembers ', 'plover'] });
     const c = await call<{ taskId: string }>(alice, 'agent_run', {
       agent: 'claude',
@@ -350,6 +365,16 @@ describe('hub + claude and opencode on a server the user runs', () => {
       (await call<{ text: string }>(alice, 'agent_result', { taskId: c.taskId })).text,
       'claude remembers kestrel',
     );
+    assert.equal(readFileSync(join(cWork, 'made.txt'), 'utf8'), 'made by claude\n');
+    assert.deepEqual(
+      cDone.events.filter((e) => e.kind === 'tool').map((e) => [e.phase, e.family, e.ok]),
+      [
+        ['start', 'patch', undefined],
+        ['end', 'patch', true],
+      ],
+    );
+    const offered = (anthropic.messageRequests[0]?.tools ?? []).map((x) => x.name);
+    assert.ok(offered.includes('Edit') && !offered.includes('Agent') && !offered.includes('Task'), offered.join());
     // Claude's answer streams as message events (its partial-message text deltas).
     assert.equal(
       cDone.events
@@ -407,6 +432,9 @@ describe('hub + claude and opencode on a server the user runs', () => {
 });
 
 describe('opencode hub agent on a server the user runs (AG-3)', () => {
+  // The last user of the user's server: stopped here, so it does not idle (and spend CPU) through the part below.
+  after(() => opencode?.stop());
+
   async function collect(events: AsyncIterable<AgentEvent>): Promise<AgentEvent[]> {
     const out: AgentEvent[] = [];
     for await (const e of events) out.push(e);
@@ -452,6 +480,14 @@ describe('opencode hub agent on a server the user runs (AG-3)', () => {
     assert.equal(down.available, false);
     assert.equal(down.version, '9.9.9');
     assert.match(down.detail ?? '', /^server http:\/\/127\.0\.0\.1:1\/: /);
+    // Without a server URL (baton starts `opencode serve` itself) the probe is the binary's --version alone; the real
+    // binary's answer is read by the hub's probe in test/hub/hub-acp-real.test.ts.
+    const local = await createAgent(
+      'local',
+      { kind: 'opencode', binary: tripwire },
+      { stateDir: join(userRoot, 'state'), logger: silentLogger },
+    ).probe();
+    assert.deepEqual([local.available, local.version, local.detail], [true, '9.9.9', undefined]);
 
     mock.script.push({ type: 'text', chunks: ['from the user server'] });
     const session = await remote.openSession({
@@ -471,3 +507,7 @@ describe('opencode hub agent on a server the user runs (AG-3)', () => {
     assert.equal((await opencode.client.health()).healthy, true, 'closing the session leaves the user server running');
   });
 });
+
+// The OpenCode hub agent on servers baton starts itself: registered after this file's own tests, so it runs after
+// them (a static import would run it first, with the user's server idling through it).
+await import('./opencode-agent.ts');

@@ -1,5 +1,6 @@
 // `baton mcp --provider claude` through the official MCP SDK client over stdio, against the real `claude` binary and
 // the scripted Anthropic mock: the blocking tool, background reviews, limits, isolation, and what crosses MCP.
+// The Claude Code adapter's own tests (claude-agent.ts) are a part this file imports; they run first, in this process.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -21,6 +22,7 @@ import {
   spawnStdioClient,
   spawnV1StdioClient,
 } from '../support/stdio-client.ts';
+import './claude-agent.ts';
 
 const SECRET = 'sk-planted-SECRET-7f3a9c21e8';
 const INTERIM = 'interim-musing-that-must-stay-private';
@@ -110,8 +112,19 @@ test('ready line on stderr and exactly the P-CL tools', async () => {
   ]);
 });
 
-test('claude_code returns the answer, sends progress, and runs Claude as a pinned read-only leaf reviewer', async () => {
-  mock.push({ kind: 'text', text: 'LGTM: no issues found' });
+test('claude_code returns the answer, sends progress, and runs Claude as a pinned read-only leaf reviewer: Bash mutation, Write and Edit are refused and change nothing', async () => {
+  // One Claude run (a start costs a fraction of a CPU second) for both: the scripted model tries to change files
+  // before it answers.
+  mock.push(
+    { kind: 'tool_use', name: 'Bash', input: { command: 'echo pwned > pwned.txt', description: 'mutate' } },
+    { kind: 'tool_use', name: 'Write', input: { file_path: join(workspace, 'written.txt'), content: 'x' } },
+    {
+      kind: 'tool_use',
+      name: 'Edit',
+      input: { file_path: join(workspace, 'config.env'), old_string: 'API_TOKEN', new_string: 'EDITED' },
+    },
+    { kind: 'text', text: 'LGTM: no issues found' },
+  );
   const seen = mock.messageRequests.length;
   const progress: string[] = [];
   const res = (await conn.client.callTool(
@@ -120,7 +133,17 @@ test('claude_code returns the answer, sends progress, and runs Claude as a pinne
   )) as CallToolResult;
   assert.equal(res.isError, undefined);
   assert.equal(textOf(res), 'LGTM: no issues found');
+  // This client (2026-07-28) does not declare the Tasks extension, so the answer is a plain, complete result.
+  const answer = conn.frames.map((f) => JSON.parse(f)).find((m) => m.result?.content?.[0]?.text === textOf(res));
+  assert.equal(answer?.result.resultType, 'complete');
   assert.ok(progress.length >= 1, 'a caller that sent a progressToken gets progress');
+  assert.equal(existsSync(join(workspace, 'pwned.txt')), false);
+  assert.equal(existsSync(join(workspace, 'written.txt')), false);
+  assert.match(readFileSync(join(workspace, 'config.env'), 'utf8'), /^API_TOKEN=/);
+  // Each attempt came back to the model as an error tool_result.
+  const results = mock.messageRequests.slice(seen + 1, seen + 4).map((r) => JSON.stringify(r.messages?.at(-1)));
+  assert.equal(results.length, 3);
+  for (const r of results) assert.match(r, /"is_error":true/);
   const sent = mock.messageRequests[seen]!;
   const tools = (sent.tools ?? []).map((t) => t.name);
   for (const allowed of ['Read', 'Glob', 'Grep', 'Bash']) assert.ok(tools.includes(allowed), `${allowed} offered`);
@@ -175,29 +198,6 @@ test('claude_code: a caller may shorten the bound with timeout_ms', async () => 
   mock.script.clear();
   assert.equal(res.isError, true);
   assert.match(textOf(res), /did not finish within 2 s/);
-});
-
-test('scripted Bash mutation, Write and Edit attempts are all refused and change nothing', async () => {
-  const seen = mock.messageRequests.length;
-  mock.push(
-    { kind: 'tool_use', name: 'Bash', input: { command: 'echo pwned > pwned.txt', description: 'mutate' } },
-    { kind: 'tool_use', name: 'Write', input: { file_path: join(workspace, 'written.txt'), content: 'x' } },
-    {
-      kind: 'tool_use',
-      name: 'Edit',
-      input: { file_path: join(workspace, 'config.env'), old_string: 'API_TOKEN', new_string: 'EDITED' },
-    },
-    { kind: 'text', text: 'I could not change anything' },
-  );
-  const res = await call('claude_code', { prompt: 'please change files' });
-  assert.equal(textOf(res), 'I could not change anything');
-  assert.equal(existsSync(join(workspace, 'pwned.txt')), false);
-  assert.equal(existsSync(join(workspace, 'written.txt')), false);
-  assert.match(readFileSync(join(workspace, 'config.env'), 'utf8'), /^API_TOKEN=/);
-  // Each attempt came back to the model as an error tool_result.
-  const results = mock.messageRequests.slice(seen + 1, seen + 4).map((r) => JSON.stringify(r.messages?.at(-1)));
-  assert.equal(results.length, 3);
-  for (const r of results) assert.match(r, /"is_error":true/);
 });
 
 test('background review: start, long-poll status, paged result; secrets and tool output never cross MCP', async () => {
@@ -283,7 +283,7 @@ test('limits: wait_ms over 60,000 is -32602; a relative cwd is refused; the 9th 
   mock.script.clear();
 });
 
-test('Tasks extension (2026-07-28): claude_code becomes a task with the blocking answer; tasks/cancel stops one', async () => {
+test('Tasks extension (2026-07-28): a declared claude_code call becomes a task with the blocking answer; tasks/cancel stops one', async () => {
   const tasks = await StdioTasksRequester.open(launch());
   try {
     // Declared: a task handle at once, then tasks/get (long-polling) until it carries the blocking call's answer.
@@ -313,12 +313,8 @@ test('Tasks extension (2026-07-28): claude_code becomes a task with the blocking
     gate.open();
     assert.equal((await tasks.until(runningId, (task) => task.status !== 'working')).status, 'cancelled');
     assert.equal((await tasks.request('tasks/get', { taskId: 'no-such-task' })).error?.code, -32602);
-
-    // Not declared: the same call blocks and answers as before.
-    mock.push({ kind: 'text', text: 'a plain answer' });
-    const plain = await tasks.request('tools/call', { name: 'claude_code', arguments: { prompt: 'plain' } }, false);
-    assert.equal(plain.result?.resultType, 'complete');
-    assert.deepEqual(plain.result?.content, [{ type: 'text', text: 'a plain answer' }]);
+    // Not declared, the same call blocks and answers as before: the first claude_code test's call (its client, at
+    // 2026-07-28, does not declare the extension).
   } finally {
     await tasks.close();
   }

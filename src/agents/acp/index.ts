@@ -2,5 +2,5 @@
 // DeepSeek Harness. The kind itself (schema + lazy factory) is in src/agents/registry.ts.
 export { AcpAgent } from './agent.ts';
 export { acpConfigSchema } from './config.ts';
-export { ACP_PRESETS, acpPreset } from './presets.ts';
+export { ACP_PRESETS } from './presets.ts';
 export { AcpAgentSession, ResumeUnsupportedError } from './session.ts';

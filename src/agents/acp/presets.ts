@@ -25,8 +25,3 @@ export const ACP_PRESETS = {
 
 /** Binaries known to answer `--version` without starting anything (others report initialize's agentInfo.version). */
 export const VERSION_FLAG_BINARIES: ReadonlySet<string> = new Set(['gemini', 'agy', 'opencode', 'dsh']);
-
-export function acpPreset(name: string): AcpConfig | undefined {
-  const preset = (ACP_PRESETS as Record<string, AcpConfig>)[name];
-  return preset && { command: [...preset.command] };
-}

@@ -1,3 +1,4 @@
+// A part of connect-clients.test.ts (its hub and temp dir are the shared suite in clients-suite.ts).
 // `baton connect opencode` into isolated XDG dirs, then the real `opencode run` delegating through the hub to the
 // scripted ACP agent, with the chat-completions mock scripted as a model that reads each tool result. OpenCode calls
 // MCP tools without asking, so connect writes no permission setting (and there is none to remove for a negative run).
@@ -7,16 +8,15 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { opencodeEnv, startChatMock } from '../mock-models/chat-completions.ts';
 import { bins } from '../support/bins.ts';
-import { batonConnect, CLIENT_TOKENS, connectSuite, run, tokenEnv } from '../support/connect.ts';
+import { batonConnect, CLIENT_TOKENS, run, tokenEnv } from '../support/connect.ts';
 import { DELEGATE_ANSWER, Delegation, FINAL_PREFIX } from '../support/delegation.ts';
-
-const suite = connectSuite('opencode');
+import { suite } from './clients-suite.ts';
 
 test('baton connect opencode: opencode run delegates through the hub and prints the delegate answer', async (t) => {
   const delegation = new Delegation(suite.setup.project);
   const mock = await startChatMock(delegation.chat);
   t.after(() => mock.close());
-  const root = join(suite.dir, 'user');
+  const root = join(suite.dir, 'opencode', 'user');
   const env: NodeJS.ProcessEnv = { ...opencodeEnv(root, mock), PATH: suite.PATH, ...tokenEnv('opencode') };
   const c = await batonConnect(suite.setup.configPath, ['opencode'], { env, cwd: suite.setup.project });
   assert.equal(c.code, 0, `connect failed:\n${c.stdout}\n${c.stderr}`);

@@ -1,5 +1,9 @@
+// A part of acp-real.test.ts.
 // The ACP adapter driving the real OpenCode (`opencode acp`) offline against the scripted chat-completions mock.
-// One binary start serves every turn below.
+// One binary start serves every turn below (an OpenCode start costs seconds of CPU). Resuming a saved session in a new
+// process (session/load) and the preset's binary found on PATH are asserted on the real opencode through the hub in
+// test/hub/hub-acp-real.test.ts, whose every round is a new process anyway; the adapter's own resume handling is in
+// test/agents/acp.test.ts.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,14 +14,12 @@ import { silentLogger } from '../../src/lib/log.ts';
 import { isGroupAlive } from '../../src/lib/process-group.ts';
 import { type ChatMock, MOCK_MODEL_ALT, opencodeEnv, startChatMock } from '../mock-models/chat-completions.ts';
 import { bins } from '../support/bins.ts';
-import { assertPresetOnPath, assertStallCancelAcknowledged, runTurn } from './acp-support.ts';
+import { assertStallCancelAcknowledged, runTurn } from './acp-support.ts';
 
 describe('ACP adapter with the real opencode acp', () => {
   let mock: ChatMock;
   let session: AcpAgentSession;
-  let agent: AcpAgent;
   let root: string;
-  let agentEnv: Record<string, string>;
   let cwd: string;
   const pgids: number[] = [];
 
@@ -26,8 +28,8 @@ describe('ACP adapter with the real opencode acp', () => {
     root = mkdtempSync(join(tmpdir(), 'baton-acp-opencode-'));
     cwd = join(root, 'work');
     mkdirSync(cwd);
-    agentEnv = opencodeEnv(join(root, 'oc'), mock);
-    agent = new AcpAgent(
+    const agentEnv = opencodeEnv(join(root, 'oc'), mock);
+    const agent = new AcpAgent(
       'opencode-acp',
       acpConfigSchema.parse({
         command: [bins.opencode(), ...ACP_PRESETS['opencode-acp'].command.slice(1)],
@@ -64,43 +66,10 @@ describe('ACP adapter with the real opencode acp', () => {
     assert.equal((main.body as { model: string }).model, MOCK_MODEL_ALT, 'the model chosen at open is used');
   });
 
-  test('continue after the process is gone: session/load in a new process carries the history', async () => {
-    const id = session.id!;
-    await session.close();
-    assert.equal(isGroupAlive(pgids[0]!), false);
-    session = await agent.openSession({
-      cwd,
-      sandbox: 'workspace-write',
-      resume: id,
-      signal: new AbortController().signal,
-      onProcessGroup: (p) => pgids.push(p),
-    });
-    assert.equal(session.id, id);
-    assert.equal(pgids.length, 2);
-    mock.script.push({ type: 'text', chunks: ['resumed'] });
-    const { events, end, text } = await runTurn(session, 'what did I ask first?');
-    assert.equal(end.outcome, 'succeeded');
-    assert.equal(text, 'resumed', 'the replayed history is not surfaced as this turn');
-    assert.ok(!events.some((e) => e.kind === 'session'));
-    const body = JSON.stringify(mock.mainCalls().at(-1)!.body);
-    assert.match(body, /say hello/, 'the model sees the earlier prompt');
-    assert.match(body, /what did I ask first/);
-  });
-
   test('cancel of a stalled turn is acknowledged; the session keeps working', async () => {
     await assertStallCancelAcknowledged(session, mock);
   });
 
-  test('the `opencode-acp` preset resolves its binary from PATH and reports its --version', async () => {
-    await assertPresetOnPath({
-      preset: 'opencode-acp',
-      binary: 'opencode',
-      realBinary: bins.opencode(),
-      dir: root,
-      env: agentEnv,
-      version: '1.18.33',
-    });
-  });
   test('close stops the process group; opencode installed nothing from npm', async () => {
     await session.close();
     assert.equal(isGroupAlive(pgids[0]!), false);

@@ -1,3 +1,4 @@
+// A part of claude-provider.test.ts, which imports it: one test process for both files' Claude runs.
 // The Claude Code adapter against the real `claude` binary and the scripted Anthropic mock.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -41,7 +42,7 @@ async function collect(events: AsyncIterable<AgentEvent>): Promise<AgentEvent[]>
   return out;
 }
 
-test('a turn maps init, tool use and result to normalised events, and a second turn resumes the session', async () => {
+test('a turn maps init, tool use and result to normalised events; a second turn resumes the session, where a mutating command is denied and reported', async () => {
   const pgids: number[] = [];
   const session = await agent.openSession({
     cwd: workspace,
@@ -71,57 +72,28 @@ test('a turn maps init, tool use and result to normalised events, and a second t
   const sessionId = session.id;
   assert.match(sessionId ?? '', /^[0-9a-f-]{36}$/);
 
-  mock.push({ kind: 'text', text: 'second answer' });
+  // The resumed turn (one Claude process per turn) also tries a mutating command, which the read-only session denies.
+  mock.push(
+    { kind: 'tool_use', name: 'Bash', input: { command: 'echo pwned > pwned.txt', description: 'write' } },
+    { kind: 'text', text: 'second answer' },
+  );
   const before = mock.messageRequests.length;
   const second = await collect(session.turn('and now?', { signal: new AbortController().signal }));
   assert.deepEqual(second.at(-2), { kind: 'message', text: 'second answer' });
+  assert.deepEqual(second.at(-1), { kind: 'end', outcome: 'succeeded' });
   assert.equal(session.id, sessionId, 'resume keeps the session id');
   const resumed = JSON.stringify(mock.messageRequests[before]?.messages);
   assert.ok(resumed.includes('look around') && resumed.includes('and now?'), 'the resumed request carries history');
+  assert.deepEqual(
+    second.filter((e) => e.kind === 'permission'),
+    [{ kind: 'permission', decision: 'denied', what: 'command tool Bash' }],
+  );
+  assert.equal(existsSync(join(workspace, 'pwned.txt')), false);
   await session.close();
 });
 
-test('a mutating command in a read-only session is denied and reported as a permission event', async () => {
-  const session = await agent.openSession({
-    cwd: workspace,
-    sandbox: 'read-only',
-    signal: new AbortController().signal,
-  });
-  mock.push(
-    { kind: 'tool_use', name: 'Bash', input: { command: 'echo pwned > pwned.txt', description: 'write' } },
-    { kind: 'text', text: 'could not write' },
-  );
-  const events = await collect(session.turn('write a file', { signal: new AbortController().signal }));
-  assert.deepEqual(
-    events.filter((e) => e.kind === 'permission'),
-    [{ kind: 'permission', decision: 'denied', what: 'command tool Bash' }],
-  );
-  assert.deepEqual(events.at(-1), { kind: 'end', outcome: 'succeeded' });
-  assert.equal(existsSync(join(workspace, 'pwned.txt')), false);
-});
-
-test('a workspace-write session may edit files in its cwd (hub delegation policy)', async () => {
-  const session = await agent.openSession({
-    cwd: workspace,
-    sandbox: 'workspace-write',
-    signal: new AbortController().signal,
-  });
-  mock.push(
-    { kind: 'tool_use', name: 'Write', input: { file_path: join(workspace, 'made.txt'), content: 'made by claude\n' } },
-    { kind: 'text', text: 'wrote it' },
-  );
-  const events = await collect(session.turn('write made.txt', { signal: new AbortController().signal }));
-  assert.deepEqual(
-    events.filter((e) => e.kind === 'tool'),
-    [
-      { kind: 'tool', phase: 'start', family: 'patch' },
-      { kind: 'tool', phase: 'end', family: 'patch', ok: true },
-    ],
-  );
-  assert.equal(readFileSync(join(workspace, 'made.txt'), 'utf8'), 'made by claude\n');
-  const offered = (mock.messageRequests.at(-1)?.tools ?? []).map((t) => t.name);
-  assert.ok(offered.includes('Edit') && !offered.includes('Agent') && !offered.includes('Task'));
-});
+// A workspace-write session editing files in its cwd (the hub's delegation policy) is the first Claude round of the hub
+// test in test/attach/opencode-user-server.test.ts.
 
 test('resuming a session id Claude does not know fails with its reason', async () => {
   const session = await agent.openSession({
@@ -176,20 +148,11 @@ test('aborting a stalled turn interrupts Claude, ends cancelled and reaps its gr
   assert.equal(isGroupAlive(pgids[0]!), false);
 });
 
-test('a blocking run returns the result text', async () => {
-  mock.push({ kind: 'text', text: 'blocking verdict' });
-  const res = await agent.runBlocking('review', { cwd: workspace });
-  assert.deepEqual(res.ok && res.text, 'blocking verdict');
-});
+// A blocking run (runBlocking, `--output-format json`) returning its result text is the claude_code tool of the Claude
+// provider, asserted on the real claude in test/provider/claude-provider.test.ts.
 
-test('probe reports version and login without inference', async () => {
-  const seen = mock.server.requests.length;
-  const probe = await agent.probe();
-  assert.equal(probe.available, true);
-  assert.match(probe.version ?? '', /^\d+\.\d+\.\d+/);
-  assert.equal(probe.login, 'ok');
-  assert.equal(mock.server.requests.length, seen, 'the probe spent no inference');
-});
+// The probe (version and login without inference, two short Claude runs) is asserted on the real claude through the
+// hub's start-up probe in test/attach/opencode-user-server.test.ts, whose hub runs it anyway.
 
 test('rotated credentials are written back only when the canonical file did not change meanwhile', (t) => {
   const dir = tempDir(t, 'baton-claude-home-');

@@ -1,3 +1,4 @@
+// A part of connect-clients.test.ts (its hub and temp dir are the shared suite in clients-suite.ts).
 // `baton connect claude` into an isolated home, then the real `claude -p` delegating through the hub to the scripted
 // ACP agent (agent_run → agent_wait until terminal → agent_result), with the Anthropic mock scripted as a model that
 // reads each tool result. Without the allow rule connect writes, the same run must not delegate.
@@ -7,16 +8,15 @@ import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { AnthropicMock, isolatedClaudeEnv } from '../mock-models/anthropic.ts';
 import { bins } from '../support/bins.ts';
-import { batonConnect, CLIENT_TOKENS, connectSuite, run, tokenEnv } from '../support/connect.ts';
+import { batonConnect, CLIENT_TOKENS, run, tokenEnv } from '../support/connect.ts';
 import { DELEGATE_ANSWER, Delegation, FAILED_PREFIX, FINAL_PREFIX } from '../support/delegation.ts';
 import { call, connectCaller } from '../support/hub.ts';
+import { suite } from './clients-suite.ts';
 
-const suite = connectSuite('claude');
-
-/** The Claude Code env of one test: its own config dir and HOME under `suite.dir/name`, the mock, the hub's token. */
+/** The Claude Code env of one test: its own config dir and HOME under `suite.dir/claude/name`, the mock, the hub's token. */
 function claudeEnv(origin: string, name: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
-    ...isolatedClaudeEnv(origin, join(suite.dir, name)),
+    ...isolatedClaudeEnv(origin, join(suite.dir, 'claude', name)),
     PATH: suite.PATH,
     ...tokenEnv('claude'),
     // claude -p connects MCP servers in the background by default, so on a loaded machine its first model request can
@@ -27,20 +27,34 @@ function claudeEnv(origin: string, name: string): NodeJS.ProcessEnv {
   return env;
 }
 
-/** What `baton connect claude` (user scope) wrote into its config dir: the registry and the settings. */
-const USER_SCOPE_FILES = ['.claude.json', 'settings.json'];
+/** The user's own settings before the first connect. */
+const USER_SETTINGS = { cleanupPeriodDays: 30, permissions: { allow: ['Bash(ls:*)'] } };
 
 /**
- * `baton connect claude` at user scope runs once, into a config dir of its own; each user-scope test's Claude Code gets
- * a copy of the files it wrote, so the connect and its two `claude mcp` runs are not repeated.
+ * `baton connect claude` at user scope runs twice into a config dir of its own that already holds the user's own
+ * things (a setting, an allow rule, another MCP server added with `claude mcp add`): the second run must leave one baton
+ * entry and one allow rule and keep the rest. Each user-scope test's Claude Code then gets a copy of the files it wrote,
+ * without the other server (nothing to start there), so the connect and its `claude mcp` runs are not repeated.
  */
-let userConnect: Promise<{ connectOut: string; configDir: string }> | undefined;
+let userConnect: Promise<{ connectOuts: string[]; configDir: string }> | undefined;
 function connectUserScopeOnce() {
   userConnect ??= (async () => {
     const env = claudeEnv('http://127.0.0.1:9', 'connected');
-    const c = await batonConnect(suite.setup.configPath, ['claude'], { env, cwd: suite.setup.project });
-    assert.equal(c.code, 0, `connect failed:\n${c.stdout}\n${c.stderr}`);
-    return { connectOut: c.stdout, configDir: env.CLAUDE_CONFIG_DIR! };
+    const configDir = env.CLAUDE_CONFIG_DIR!;
+    mkdirSync(configDir, { recursive: true });
+    writeFileSync(join(configDir, 'settings.json'), JSON.stringify(USER_SETTINGS));
+    const other = await run([bins.claude(), 'mcp', 'add', '--scope', 'user', 'other', '--', '/bin/true'], {
+      env,
+      cwd: suite.setup.project,
+    });
+    assert.equal(other.code, 0, other.stderr);
+    const connectOuts: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const c = await batonConnect(suite.setup.configPath, ['claude'], { env, cwd: suite.setup.project });
+      assert.equal(c.code, 0, `connect ${i + 1} failed:\n${c.stdout}\n${c.stderr}`);
+      connectOuts.push(c.stdout);
+    }
+    return { connectOuts, configDir };
   })();
   return userConnect;
 }
@@ -50,18 +64,21 @@ async function connected(t: TestContext, name: string, args: string[] = [], cwd 
   const mock = await AnthropicMock.start(delegation.anthropic);
   t.after(() => mock.close());
   const env = claudeEnv(mock.origin, name);
-  let connectOut: string;
+  let connectOuts: string[];
   if (args.length === 0) {
     const once = await connectUserScopeOnce();
     mkdirSync(env.CLAUDE_CONFIG_DIR!, { recursive: true });
-    for (const file of USER_SCOPE_FILES) copyFileSync(join(once.configDir, file), join(env.CLAUDE_CONFIG_DIR!, file));
-    connectOut = once.connectOut;
+    copyFileSync(join(once.configDir, 'settings.json'), join(env.CLAUDE_CONFIG_DIR!, 'settings.json'));
+    const registry = JSON.parse(readFileSync(join(once.configDir, '.claude.json'), 'utf8'));
+    delete registry.mcpServers.other;
+    writeFileSync(join(env.CLAUDE_CONFIG_DIR!, '.claude.json'), JSON.stringify(registry));
+    connectOuts = once.connectOuts;
   } else {
     const c = await batonConnect(suite.setup.configPath, ['claude', ...args], { env, cwd });
     assert.equal(c.code, 0, `connect failed:\n${c.stdout}\n${c.stderr}`);
-    connectOut = c.stdout;
+    connectOuts = [c.stdout];
   }
-  return { delegation, env, connectOut, settings: join(env.CLAUDE_CONFIG_DIR!, 'settings.json') };
+  return { delegation, env, connectOuts, settings: join(env.CLAUDE_CONFIG_DIR!, 'settings.json') };
 }
 
 const claudeP = (env: NodeJS.ProcessEnv, cwd = suite.setup.project) =>
@@ -75,21 +92,32 @@ async function claudeTasks(t: TestContext): Promise<number> {
   return (await call<{ tasks: unknown[] }>(client, 'agent_list', {})).tasks.length;
 }
 
-test('baton connect claude: claude -p delegates through the hub and prints the delegate answer', async (t) => {
-  const { delegation, env, connectOut, settings } = await connected(t, 'allowed');
+test('baton connect claude, run twice: one baton entry and allow rule, the rest kept; claude -p delegates through the hub', async (t) => {
+  const { delegation, env, connectOuts } = await connected(t, 'allowed');
+  const [first, second] = connectOuts;
+  assert.match(first!, /ran \(nothing to remove\): claude mcp remove --scope user baton/);
   assert.match(
-    connectOut,
+    first!,
     /ran: claude mcp add --scope user --transport http baton http:\/\/127\.0\.0\.1:\d+\/mcp\/claude/,
   );
-  assert.match(connectOut, /edited .*settings\.json: add "mcp__baton" to permissions\.allow/);
-  assert.deepEqual(JSON.parse(readFileSync(settings, 'utf8')).permissions.allow, ['mcp__baton']);
-  const registry = readFileSync(join(env.CLAUDE_CONFIG_DIR!, '.claude.json'), 'utf8');
+  assert.match(first!, /edited .*settings\.json: add "mcp__baton" to permissions\.allow/);
+  assert.match(second!, /ran: claude mcp remove --scope user baton/);
+  const once = await connectUserScopeOnce();
+  assert.deepEqual(JSON.parse(readFileSync(join(once.configDir, 'settings.json'), 'utf8')), {
+    ...USER_SETTINGS,
+    permissions: { allow: ['Bash(ls:*)', 'mcp__baton'] },
+  });
+  const registryText = readFileSync(join(once.configDir, '.claude.json'), 'utf8');
+  const registry = JSON.parse(registryText);
+  assert.deepEqual(Object.keys(registry.mcpServers).sort(), ['baton', 'other']);
+  assert.equal(registry.mcpServers.baton.url, `${suite.setup.hub.url}/mcp/claude`);
   assert.equal(
-    JSON.parse(registry).mcpServers.baton.headers.Authorization,
+    registry.mcpServers.baton.headers.Authorization,
     `Bearer \${BATON_TOKEN_CLAUDE}`,
     'the token stays in the environment',
   );
-  assert.ok(!registry.includes(CLIENT_TOKENS.claude));
+  assert.ok(!registryText.includes(CLIENT_TOKENS.claude));
+  assert.ok(!readFileSync(join(env.CLAUDE_CONFIG_DIR!, '.claude.json'), 'utf8').includes('"other"'));
 
   const r = await claudeP(env);
   assert.equal(r.code, 0, r.stderr);
