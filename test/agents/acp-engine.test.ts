@@ -25,17 +25,25 @@ test('engine + ACP agent: run, continue in a fresh process, cancel acknowledged,
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-  const agent = createAgent(
-    'scripted',
-    {
-      kind: 'acp',
-      command: [process.execPath, SCRIPTED_ACP_AGENT],
-      env: { ACP_TEST_AGENT_RECORD: record, ACP_TEST_AGENT_STATE: ensurePrivateDir(join(root, 'agent-state')) },
-      cancelGraceMs: 500,
-    },
-    { stateDir, logger: silentLogger },
-  );
-  const { engine } = engineFor(t, { agents: { scripted: agent }, roots: [root], stateDir });
+  const agentState = ensurePrivateDir(join(root, 'agent-state'));
+  const scripted = (name: string, cancelGraceMs: number) =>
+    createAgent(
+      name,
+      {
+        kind: 'acp',
+        command: [process.execPath, SCRIPTED_ACP_AGENT],
+        env: { ACP_TEST_AGENT_RECORD: record, ACP_TEST_AGENT_STATE: agentState },
+        cancelGraceMs,
+      },
+      { stateDir, logger: silentLogger },
+    );
+  // The acknowledged cancel gets a grace no loaded machine outlasts (nothing waits it out: the agent answers at once);
+  // the ignored cancel runs on a second configuration of the same agent whose grace is short, as it is waited out.
+  const { engine } = engineFor(t, {
+    agents: { scripted: scripted('scripted', 30_000), stubborn: scripted('stubborn', 500) },
+    roots: [root],
+    stateDir,
+  });
   t.after(() => rmSync(root, { recursive: true, force: true }));
 
   const first = JSON.stringify({
@@ -46,7 +54,7 @@ test('engine + ACP agent: run, continue in a fresh process, cancel acknowledged,
       { chunks: [' First', ' result'] },
     ],
   });
-  const run = engine.run(CALLER, { prompt: first, cwd: work, idempotencyKey: 'k1' });
+  const run = engine.run(CALLER, { prompt: first, cwd: work, agent: 'scripted', idempotencyKey: 'k1' });
   const done = await settle(engine, CALLER, run.taskId);
   assert.equal(done.state, 'succeeded', String(done.error));
   const result = engine.result(CALLER, run.taskId);
@@ -84,16 +92,17 @@ test('engine + ACP agent: run, continue in a fresh process, cancel acknowledged,
   assert.equal(rounds.at(-1)?.abandoned, false);
 
   // Cancel ignored: abandoned after the grace, and the agent's whole group (with a grandchild) is stopped.
-  engine.continue(CALLER, {
-    taskId: run.taskId,
+  const stubborn = engine.run(CALLER, {
     prompt: JSON.stringify({ steps: [{ spawnChild: true }, { ignoreCancel: true }] }),
+    cwd: work,
+    agent: 'stubborn',
     idempotencyKey: 'k4',
   });
   await waitForRecord(records, 'ignoring-cancel', 1);
-  engine.cancel(CALLER, run.taskId);
-  const abandoned = await settle(engine, CALLER, run.taskId);
+  engine.cancel(CALLER, stubborn.taskId);
+  const abandoned = await settle(engine, CALLER, stubborn.taskId);
   assert.equal(abandoned.state, 'cancelled');
-  rounds = engine.status(CALLER, run.taskId).rounds as Array<{ abandoned?: boolean }>;
+  rounds = engine.status(CALLER, stubborn.taskId).rounds as Array<{ abandoned?: boolean }>;
   assert.equal(rounds.at(-1)?.abandoned, true);
   const stuck = records().filter((r) => r.event === 'ignoring-cancel')[0] as { pid: number };
   const grandchild = records().find((r) => r.event === 'grandchild') as { grandchildPid: number };
