@@ -364,6 +364,8 @@ test('--timeout sets the hard deadline of background reviews', async () => {
       view = res.structuredContent as typeof view;
     }
     gate.open();
+    // As with timeout_ms above: a Claude stopped before it asked the model leaves its step for the next test.
+    mock.script.clear();
     assert.equal(view.state, 'failed');
     assert.match(view.error ?? '', /2 s hard deadline/);
   } finally {
