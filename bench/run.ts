@@ -2,7 +2,7 @@
 // printed as ratios against the goals of issue 13 (never as timed tests). `npm run bench` builds dist/ first
 // (prebench), since every hub and provider here is the compiled `baton` a user runs.
 //
-//   npm run bench [-- --runs N] [-- --only acp,codex,throughput,big-result,startup,memory,mcp-eras] [-- --json]
+//   npm run bench [-- --runs N] [-- --only acp,codex,throughput,big-result,startup,memory,mcp-eras,mcp-call] [-- --json]
 //
 // --runs N   interleaved runs per side after one warm-up (default 20; paging and the memory run are bounded by time)
 // --only     run just these measures
@@ -14,6 +14,7 @@ import { acpDelegation } from './acp-delegation.ts';
 import { bigResult } from './big-result.ts';
 import { codexDelegation } from './codex-delegation.ts';
 import { type BenchOptions, Cleanup, formatSection, machine, parseArgs, type Section } from './harness.ts';
+import { mcpCall } from './mcp-call.ts';
 import { mcpEras } from './mcp-eras.ts';
 import { memory } from './memory.ts';
 import { startup } from './startup.ts';
@@ -29,6 +30,7 @@ const MEASURES: Record<string, Measure> = {
   startup,
   memory,
   'mcp-eras': mcpEras,
+  'mcp-call': mcpCall,
 };
 
 let opts: BenchOptions;

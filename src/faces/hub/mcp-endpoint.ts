@@ -56,6 +56,12 @@ export class McpEndpoint {
   /** Sessions with a request in flight (never evicted), by id hash. */
   private readonly busy = new Map<string, number>();
   private readonly touched = new Map<string, number>();
+  /**
+   * Session rows known to exist, id hash → caller: a request on a known session costs no store read. Only this
+   * endpoint writes the rows (the daemon's lease keeps it the only one), so every delete below drops its entry and the
+   * sweep, which deletes by age, clears it all.
+   */
+  private readonly known = new Map<string, string>();
 
   private readonly opts: McpEndpointOptions;
 
@@ -73,6 +79,7 @@ export class McpEndpoint {
     const dropped = this.opts.store.pruneMcpSessions(new Date(Date.now() - SESSION_RETENTION_MS).toISOString());
     if (dropped) this.opts.logger.info('old MCP sessions dropped', { dropped });
     this.touched.clear();
+    this.known.clear();
   }
 
   async close(): Promise<void> {
@@ -107,11 +114,11 @@ export class McpEndpoint {
     const sid = req.headers['mcp-session-id'];
     if (typeof sid === 'string') {
       const key = hashId(sid);
-      const session = store.getMcpSession(key);
+      const owner = this.ownerOf(key);
       // A session of another caller is reported as unknown (rule: http-auth).
-      if (!session || session.caller !== caller) return sendJson(res, 404, jsonRpcError(-32001, 'session not found'));
+      if (owner !== caller) return sendJson(res, 404, jsonRpcError(-32001, 'session not found'));
       if (req.method === 'DELETE') {
-        if (!this.write(res, () => store.deleteMcpSession(key))) return;
+        if (!this.write(res, () => this.drop(key))) return;
         res.writeHead(200).end();
         return;
       }
@@ -146,12 +153,13 @@ export class McpEndpoint {
     const id = randomUUID();
     const key = hashId(id);
     if (!this.write(res, () => store.insertMcpSession(key, caller, new Date().toISOString()))) return;
+    this.known.set(key, caller);
     this.touched.set(key, Date.now());
     res.setHeader('mcp-session-id', id);
     res.once('finish', () => {
       if (res.statusCode === 200) return;
       try {
-        store.deleteMcpSession(key);
+        this.drop(key);
       } catch (err) {
         // A session row left behind is swept like any unused one.
         this.opts.logger.warn('could not drop a failed MCP session', { caller, error: redactError(err) });
@@ -180,7 +188,7 @@ export class McpEndpoint {
     if (count < MAX_SESSIONS_PER_CALLER) return undefined;
     const idleSince = Date.now() - SESSION_EVICT_IDLE_MS;
     if (oldest && !this.busy.has(oldest.idHash) && Date.parse(oldest.lastSeen) <= idleSince) {
-      this.opts.store.deleteMcpSession(oldest.idHash);
+      this.drop(oldest.idHash);
       this.opts.logger.info('idle MCP session evicted for a new one', { caller });
       return undefined;
     }
@@ -188,6 +196,23 @@ export class McpEndpoint {
       `too many MCP sessions for caller "${caller}": all ${MAX_SESSIONS_PER_CALLER} were used in the last ` +
       `${SESSION_EVICT_IDLE_MS / 60_000} minutes; end sessions you no longer use (HTTP DELETE) or retry later`
     );
+  }
+
+  /** The caller a session belongs to, or undefined when there is no such session. */
+  private ownerOf(key: string): string | undefined {
+    let caller = this.known.get(key);
+    if (caller === undefined) {
+      caller = this.opts.store.getMcpSession(key)?.caller;
+      if (caller !== undefined) this.known.set(key, caller);
+    }
+    return caller;
+  }
+
+  /** Deletes a session's row; its entry goes first, so a failed delete can only cost a store read later. */
+  private drop(key: string): boolean {
+    this.known.delete(key);
+    this.touched.delete(key);
+    return this.opts.store.deleteMcpSession(key);
   }
 
   private touch(key: string): void {

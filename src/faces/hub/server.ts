@@ -71,6 +71,7 @@ export class Hub {
   private readonly dashboard: Dashboard;
   private readonly startedAt = Date.now();
   private probes: AgentHealth[] = [];
+  private allowed: { hosts: Set<string>; origins: Set<string> } | undefined;
   /** Authorised roots (real paths); replaced when the config file changes (issue 10). */
   private roots: string[];
   private configStamp: string | null;
@@ -471,15 +472,20 @@ export class Hub {
   }
 
   private hostAllowed(host: string | undefined): boolean {
-    if (!host) return false;
-    const port = this.port;
-    const names = new Set(['127.0.0.1', 'localhost', '[::1]', this.config.listen.host]);
-    return [...names].some((n) => host === `${n}:${port}`);
+    return host !== undefined && this.loopback().hosts.has(host);
   }
 
   private originAllowed(origin: string): boolean {
-    const port = this.port;
-    return ['127.0.0.1', 'localhost', '[::1]', this.config.listen.host].some((n) => origin === `http://${n}:${port}`);
+    return this.loopback().origins.has(origin);
+  }
+
+  /** The Host and Origin values the hub accepts, built once it listens (its port is fixed from then on). */
+  private loopback(): { hosts: Set<string>; origins: Set<string> } {
+    if (!this.allowed) {
+      const hosts = ['127.0.0.1', 'localhost', '[::1]', this.config.listen.host].map((n) => `${n}:${this.port}`);
+      this.allowed = { hosts: new Set(hosts), origins: new Set(hosts.map((h) => `http://${h}`)) };
+    }
+    return this.allowed;
   }
 }
 
