@@ -31,6 +31,8 @@ test('baton attach against a real codex app-server over WebSocket', async (t) =>
   const owner = new CodexAppServerClient({
     transport: { type: 'websocket', url, token: TOKEN },
     clientInfo: { name: 'owner', version: '1' },
+    // The library's 5 s default is for a warm server; a first start on a fresh, loaded machine has taken longer.
+    initializeTimeoutMs: 30_000,
     onNotification: (n) => log.push(n),
   });
   const log = new NotificationLog();

@@ -3,6 +3,7 @@
 // serving, Codex's turn_aborted settles the expired call (no response ever follows it), and a disconnect reaps Codex.
 // Its own file so it runs beside the longer legacy tests.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { ProtocolError } from '@modelcontextprotocol/client';
 import { ResponsesMock, reply, stalledReply } from '../mock-models/responses.ts';
@@ -30,6 +31,8 @@ test('hard deadline on legacy Codex: -32001 for that call, the connection stays 
   // bridge must stop waiting for one or the second expiry would end it. The deadline must find the call stalled at the
   // model: 5 s covers Codex starting a session and asking the model on a loaded machine (a few hundred ms at a load
   // of 14 on two cores); a call cut short before that would leave its stalled reply queued for the next.
+  // Reads the cold binary in before any deadline runs (see the warm-up call below).
+  execFileSync(process.execPath, [bins.codexLegacy(), '--version'], { stdio: 'ignore' });
   const hard = await connectProvider(
     bins.codexLegacy(),
     dir,
@@ -39,6 +42,13 @@ test('hard deadline on legacy Codex: -32001 for that call, the connection stays 
     '2025',
   );
   try {
+    // One answered call first: Codex's first start on a fresh machine (a cold binary, under the load of the suite's
+    // start) can take longer than the whole deadline, which would then cut the call short before it reached the model.
+    mock.push(reply('warm'));
+    assert.equal(
+      textOf(await hard.call('codex', { prompt: 'warm up', sandbox: 'read-only', cwd: dir.workspace })),
+      'warm',
+    );
     const gate = new Gate();
     gates.push(gate);
     for (const prompt of ['hang', 'hang again']) {
