@@ -11,6 +11,7 @@ import { silentLogger } from '../../src/lib/log.ts';
 import { isGroupAlive, spawnGroup } from '../../src/lib/process-group.ts';
 import { engineFor, settle } from '../support/engine.ts';
 import { FakeAgent } from '../support/fake-agent.ts';
+import { git } from '../support/git.ts';
 import { WaitBudget } from '../support/poll.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -45,18 +46,6 @@ async function reaches(engine: Engine, taskId: string, state: string): Promise<v
     if (w.events.some((e) => (e.kind === 'lifecycle' && e.state === state) || e.kind === state)) return;
     after = w.nextCursor;
   }
-}
-
-function git(cwd: string, ...args: string[]) {
-  execFileSync('git', ['-C', cwd, ...args], {
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: 't',
-      GIT_AUTHOR_EMAIL: 't@t',
-      GIT_COMMITTER_NAME: 't',
-      GIT_COMMITTER_EMAIL: 't@t',
-    },
-  });
 }
 
 test('a task runs to succeeded with lifecycle events, sanitised events and a paged result', async (t) => {

@@ -1,25 +1,12 @@
 // Git snapshots against real repositories: what `git status --porcelain=v2 -z` reports is parsed into the snapshot
 // callers read (renames with two paths, paths with spaces and newlines, untracked files, unborn and detached HEADs).
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { findWorkTree, gitToplevel, snapshot } from '../../src/core/git.ts';
+import { git } from '../support/git.ts';
 import { tempDir } from '../support/tmp.ts';
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', ['-C', cwd, ...args], {
-    encoding: 'utf8',
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: 't',
-      GIT_AUTHOR_EMAIL: 't@t',
-      GIT_COMMITTER_NAME: 't',
-      GIT_COMMITTER_EMAIL: 't@t',
-    },
-  });
-}
 
 test('snapshot: not a work tree, then an unborn branch', async (t) => {
   const dir = tempDir(t);

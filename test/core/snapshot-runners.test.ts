@@ -2,28 +2,16 @@
 // snapshot, more requests than runners, a runner killed or timed out mid-request, an output over the cap, a dir the
 // line protocol cannot carry, and no process or private dir left after close or after the daemon dies.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { snapshot } from '../../src/core/git.ts';
 import { gitEnv, SnapshotRunners, statusAndNumstat } from '../../src/core/snapshot-runners.ts';
 import { REPO_ROOT } from '../support/bins.ts';
+import { git } from '../support/git.ts';
 import { pidAlive, until } from '../support/poll.ts';
 import { tempDir } from '../support/tmp.ts';
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', ['-C', cwd, ...args], {
-    encoding: 'utf8',
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: 't',
-      GIT_AUTHOR_EMAIL: 't@t',
-      GIT_COMMITTER_NAME: 't',
-      GIT_COMMITTER_EMAIL: 't@t',
-    },
-  });
-}
 
 /** A repository with committed files, then modified, staged, renamed, deleted and untracked paths. */
 function dirtyRepo(dir: string, salt = ''): string {
