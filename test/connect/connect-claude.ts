@@ -124,9 +124,7 @@ test('baton connect claude, run twice: one baton entry and allow rule, the rest 
   const out = JSON.parse(r.stdout) as { result: string; is_error: boolean };
   assert.equal(out.is_error, false, r.stdout);
   assert.equal(out.result, `${FINAL_PREFIX}${DELEGATE_ANSWER}`, `offered: ${delegation.offered.join(', ')}`);
-  assert.equal(delegation.asked[0], 'agent_run');
-  assert.equal(delegation.asked.at(-1), 'agent_result');
-  assert.ok(delegation.asked.includes('agent_wait'));
+  delegation.assertRunWaitResult();
 });
 
 test('baton connect claude without its allow rule: claude -p is refused the tool and delegates nothing', async (t) => {

@@ -58,9 +58,7 @@ test('baton connect codex: codex exec delegates through the hub and prints the d
     r.stdout.includes(`${FINAL_PREFIX}${DELEGATE_ANSWER}`),
     `stdout: ${r.stdout}\noffered: ${delegation.offered}`,
   );
-  assert.equal(delegation.asked[0], 'agent_run');
-  assert.equal(delegation.asked.at(-1), 'agent_result');
-  assert.ok(delegation.asked.includes('agent_wait'));
+  delegation.assertRunWaitResult();
 });
 
 test('baton connect codex without default_tools_approval_mode: codex exec refuses the tool, no task', async (t) => {

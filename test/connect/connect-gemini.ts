@@ -85,9 +85,7 @@ test('baton connect gemini, run twice: one trusted baton entry, the rest kept; g
   assert.equal(r.code, 0, r.stderr);
   const out = JSON.parse(r.stdout) as { response: string };
   assert.equal(out.response, `${FINAL_PREFIX}${DELEGATE_ANSWER}`, `offered: ${delegation.offered}`);
-  assert.equal(delegation.asked[0], 'agent_run');
-  assert.equal(delegation.asked.at(-1), 'agent_result');
-  assert.ok(delegation.asked.includes('agent_wait'));
+  delegation.assertRunWaitResult();
 });
 
 test('baton connect gemini without trust: gemini -p is not offered baton tools, no task', async (t) => {

@@ -34,7 +34,5 @@ test('baton connect opencode: opencode run delegates through the hub and prints 
     r.stdout.includes(`${FINAL_PREFIX}${DELEGATE_ANSWER}`),
     `stdout: ${r.stdout}\noffered: ${delegation.offered}`,
   );
-  assert.equal(delegation.asked[0], 'agent_run');
-  assert.equal(delegation.asked.at(-1), 'agent_result');
-  assert.ok(delegation.asked.includes('agent_wait'));
+  delegation.assertRunWaitResult();
 });

@@ -3,6 +3,7 @@
 // terminal, agent_result, then a final answer quoting the delegate. Every step reads the previous tool result from the
 // request the client sent (the taskId, the state, the cursor, the answer), so the answer can only reach the client's
 // output through baton's tools as that client called them.
+import assert from 'node:assert/strict';
 import type { AnthropicStep } from '../mock-models/anthropic.ts';
 import type { ChatStep } from '../mock-models/chat-completions.ts';
 import type { GeminiStep } from '../mock-models/gemini.ts';
@@ -36,6 +37,13 @@ export class Delegation {
   constructor(cwd: string, agent = 'scripted') {
     this.cwd = cwd;
     this.agent = agent;
+  }
+
+  /** Asserts the client delegated through baton: agent_run first, agent_result last, agent_wait in between. */
+  assertRunWaitResult(): void {
+    assert.equal(this.asked[0], 'agent_run');
+    assert.equal(this.asked.at(-1), 'agent_result');
+    assert.ok(this.asked.includes('agent_wait'));
   }
 
   decide(toolNames: string[], last: ToolExchange | undefined): Decision {
