@@ -13,6 +13,7 @@ import WebSocket from 'ws';
 import { spawnGroup } from '../../src/lib/process-group.ts';
 import { REPO_ROOT } from '../support/bins.ts';
 import { CHROMIUM, HEADLESS_CHROMIUM_FLAGS } from '../support/chromium.ts';
+import { git } from '../support/git.ts';
 import {
   batonHome,
   CONTROL_TOKEN,
@@ -237,11 +238,10 @@ const script = (steps: unknown[], note = '') => JSON.stringify({ steps, note });
 test('dashboard in headless Chromium: login, list, prompt, answer, live state, git, cancel, continue, CSRF', async (t) => {
   const dir = tempDir(t, 'baton-ux-ui-');
   const { work, entry } = scriptedAgentSetup(dir);
-  const git = (...args: string[]) => execFileSync('git', ['-C', work, ...args], { stdio: 'ignore' });
-  git('init', '-q', '-b', 'main');
+  git(work, 'init', '-q', '-b', 'main');
   writeFileSync(join(work, 'README'), 'hello\n');
-  git('add', 'README');
-  git('-c', 'user.name=t', '-c', 'user.email=t@example.invalid', 'commit', '-q', '-m', 'init');
+  git(work, 'add', 'README');
+  git(work, 'commit', '-q', '-m', 'init');
   // Dirty before any round: while a round runs it must read as "dirty before", not as cleaned by the agent.
   writeFileSync(join(work, 'notes-before.txt'), 'already here\n');
   const hub = await startHub(t, { dir, roots: [work], agents: { scripted: entry } });
