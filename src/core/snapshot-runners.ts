@@ -116,8 +116,9 @@ export const SNAPSHOT_RUNNERS = 4;
 
 /**
  * A small pool of runner shells, each taking one request at a time; more requests than runners wait in arrival order.
- * A runner that dies, times out or overflows is stopped with its process group and replaced by the next request; the
- * request it held fails as the per-snapshot path fails. Idle runners keep nothing alive (unref'd); a pending request's
+ * A runner that dies or times out is stopped with its process group and replaced by the next request; the request it
+ * held fails as the per-snapshot path fails. Output over the cap fails only its request (the runner's files are
+ * rewritten by the next one). Idle runners keep nothing alive (unref'd); a pending request's
  * timer does.
  */
 export class SnapshotRunners {
