@@ -98,7 +98,9 @@ test('hub + real gemini --acp and opencode acp: presets found on PATH, run, resu
   t.after(() => stall.open());
   chat.script.push({ type: 'stall', gate: stall, before: ['resumed\n'] });
   await call(alice, 'agent_continue', { taskId: o.taskId, prompt: 'which word?', idempotencyKey: 'o-2' });
-  await chat.server.waitForRequest(() => chat.mainCalls().length >= 2);
+  // The request comes from a fresh OpenCode process that first starts and loads the session (seconds of CPU), which
+  // took over the mock's 30 s default in a full run on a loaded two-core machine; the same bound as a followed round.
+  await chat.server.waitForRequest(() => chat.mainCalls().length >= 2, 180_000);
   const lastCall = chat.mainCalls().at(-1)!;
   assert.match(lastCall.rawBody, /which word\?/);
   assert.match(lastCall.rawBody, /osprey/, 'the continued round carries the earlier history');
