@@ -2,7 +2,7 @@
 // rows. Nothing here changes state.
 import type { AgentProbe } from '../agents/agent.ts';
 import type { ResultSummary, Store } from './store.ts';
-import type { Isolation, RoundSummary, TaskEvent, TaskRow } from './task.ts';
+import { type Isolation, isTerminal, type RoundSummary, type TaskEvent, type TaskRow } from './task.ts';
 
 export interface TaskView {
   taskId: string;
@@ -78,7 +78,8 @@ export type RoundView = ReturnType<typeof roundView>;
 /** A task as its caller sees it: state, the latest round's result length and a short preview (whole when short). */
 export function taskView(store: Store, task: TaskRow): TaskView {
   // Length and preview were stored with the result, so this costs the same for a 10 MiB answer as for a short one.
-  const result = store.resultSummary(task.id, task.rounds);
+  // A round's result is written only with its end, so a queued or running task's latest round has none: no read.
+  const result = isTerminal(task.state) ? store.resultSummary(task.id, task.rounds) : null;
   return {
     taskId: task.id,
     agent: task.agent,
