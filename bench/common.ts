@@ -111,7 +111,11 @@ export async function scriptedHub(
 
 let keys = 0;
 
-/** One delegation through the hub: agent_run → agent_wait until terminal → agent_result (first page). */
+/**
+ * One delegation through the hub as a client following the tool descriptions makes it: agent_run → agent_wait until
+ * terminal → the answer from that last view when it is whole (`result.complete`, rule: whole-preview), else
+ * agent_result (first page).
+ */
 export async function delegate(
   client: Client,
   prompt: string,
@@ -126,6 +130,8 @@ export async function delegate(
   });
   const end = await followToEnd(client, run.taskId);
   if (end.state !== 'succeeded') throw new Error(`task ${run.taskId} ended ${end.state}`);
+  const whole = end.last.result as { preview: string; complete: boolean } | null;
+  if (whole?.complete) return { taskId: run.taskId, text: whole.preview };
   const result = await call<{ text: string }>(client, 'agent_result', { taskId: run.taskId });
   return { taskId: run.taskId, text: result.text };
 }

@@ -127,6 +127,8 @@ export interface EngineOptions {
   /** Deadline of one agent probe for agent_agents (the operator's `limits.probeTimeoutMs`). */
   probeTimeoutMs?: number;
   sandbox?: Sandbox;
+  /** How long a waiting reader lingers after non-lifecycle news (rule: event-cursor); NEWS_LINGER_MS unless set. */
+  newsLingerMs?: number;
 }
 
 export interface RunInput {
@@ -161,7 +163,7 @@ export class Engine {
   private readonly opts: EngineOptions;
   private readonly store: Store;
   private readonly locks = new WorkspaceLocks();
-  private readonly waiters = new Waiters();
+  private readonly waiters: Waiters;
   private readonly log: TaskLog;
   private readonly active = new Map<string, ActiveRound>();
   private readonly privateDirs: string[];
@@ -182,6 +184,7 @@ export class Engine {
   constructor(opts: EngineOptions) {
     this.opts = opts;
     this.store = opts.store;
+    this.waiters = new Waiters(opts.newsLingerMs);
     this.log = new TaskLog(opts.store, this.waiters, opts.logger);
     this.privateDirs = [opts.stateDir, ...(opts.privateDirs ?? [])].map(realish);
     this.snapshots = new SnapshotRunners({ parentDir: opts.stateDir });

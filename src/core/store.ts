@@ -102,7 +102,22 @@ const EVENTS_WITH_TEXT = 'SELECT data, text, chars FROM events WHERE task_id = ?
 /** The same without `message` text, which is never read: such an event says how long its text is instead (`chars`). */
 const EVENTS_WITHOUT_MESSAGE_TEXT = 'SELECT data, chars FROM events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?';
 const COMMENTARY_CHUNK_BYTES = 16 * 1024;
-const RESULT_PREVIEW_CODE_POINTS = 200;
+/** A result's preview: its first this many code points, which is all of an answer no longer than that. */
+export const RESULT_PREVIEW_CODE_POINTS = 200;
+
+/** What views show of a round's result without reading it. */
+export interface ResultSummary {
+  chars: number;
+  preview: string;
+  /** The preview is the whole answer (chars ≤ RESULT_PREVIEW_CODE_POINTS). */
+  complete: boolean;
+}
+
+const summary = (chars: number, preview: string): ResultSummary => ({
+  chars,
+  preview,
+  complete: chars <= RESULT_PREVIEW_CODE_POINTS,
+});
 /** How long a round's end may wait for its background sync (syncSoon). */
 const SYNC_SOON_MS = 200;
 
@@ -586,15 +601,19 @@ export class Store {
    * A round's result length and preview, or null while it has none: what every task view shows, read without the
    * round's git snapshots (up to 500 dirty paths each, which a view would otherwise parse at every status and wait).
    */
-  resultSummary(taskId: string, n: number): { chars: number; preview: string } | null {
+  /**
+   * A round's result length and preview (rule: whole-preview): `complete` says the preview is the whole answer, so a
+   * reader of a short answer needs no agent_result.
+   */
+  resultSummary(taskId: string, n: number): ResultSummary | null {
     const r = this.stmt(
       'SELECT result_chars, result_preview, result AS legacy_result FROM rounds WHERE task_id = ? AND n = ?',
     ).get(taskId, n) as Row | undefined;
     if (!r) return null;
-    if (r.result_chars != null) return { chars: Number(r.result_chars), preview: String(r.result_preview ?? '') };
+    if (r.result_chars != null) return summary(Number(r.result_chars), String(r.result_preview ?? ''));
     if (r.legacy_result == null) return null;
     const legacy = String(r.legacy_result);
-    return { chars: countCodePoints(legacy), preview: cutCodePoints(legacy, RESULT_PREVIEW_CODE_POINTS) };
+    return summary(countCodePoints(legacy), cutCodePoints(legacy, RESULT_PREVIEW_CODE_POINTS));
   }
 
   /** A page of a round's result, read from the one or two stored pages it spans, whatever the result's size. */

@@ -1,6 +1,7 @@
 // How a round's progress is written down: agent events become sanitised task events (rules: commentary-only,
 // fail-closed-status), the session id is recorded once, and the round's end is one transaction (state, result, error,
-// lifecycle event). Every write wakes the task's long-poll waiters.
+// lifecycle event). Every write wakes the task's long-poll waiters: a round's end at once, other news after a short
+// linger (rule: event-cursor).
 import type { AgentEvent } from '../agents/agent.ts';
 import type { Logger } from '../lib/log.ts';
 import { redact, redactError } from '../lib/redact.ts';
@@ -145,7 +146,8 @@ export class TaskLog {
       this.store.setSessionId(taskId, sessionId);
       this.store.appendEvent(taskId, { time: now(), round: n, kind: 'session', sessionId });
     });
-    this.waiters.wake(taskId);
+    // Not a lifecycle change: a waiter lingers, so the news that follows (often the round's end) comes in one answer.
+    this.waiters.nudge(taskId);
   }
 
   /**
@@ -278,7 +280,7 @@ export class TaskLog {
     else this.flushSoon(EVENT_FLUSH_MS);
   }
 
-  /** Writes every queued event in one transaction and wakes their waiters; throws what the store threw. */
+  /** Writes every queued event in one transaction and nudges their waiters; throws what the store threw. */
   flush(): void {
     if (!this.pending.length) return;
     const batch = this.pending;
@@ -310,7 +312,7 @@ export class TaskLog {
       this.logger.warn('the store writes again; events were dropped meanwhile', { dropped: this.droppedWhileFailing });
       this.droppedWhileFailing = 0;
     }
-    for (const id of new Set(batch.map((p) => p.taskId))) this.waiters.wake(id);
+    for (const id of new Set(batch.map((p) => p.taskId))) this.waiters.nudge(id);
   }
 
   /** flush() for readers: a failing write (a full disk) must not stop reads of what is already stored. */

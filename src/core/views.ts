@@ -1,8 +1,8 @@
 // What the engine shows of a task: the shapes callers, the control endpoint and the dashboard read, built from store
 // rows. Nothing here changes state.
 import type { AgentProbe } from '../agents/agent.ts';
-import type { Store } from './store.ts';
-import type { Isolation, RoundSummary, TaskEvent, TaskRow } from './task.ts';
+import type { ResultSummary, Store } from './store.ts';
+import { type Isolation, isTerminal, type RoundSummary, type TaskEvent, type TaskRow } from './task.ts';
 
 export interface TaskView {
   taskId: string;
@@ -16,7 +16,7 @@ export interface TaskView {
   createdAt: string;
   updatedAt: string;
   error: string | null;
-  result: { chars: number; preview: string } | null;
+  result: ResultSummary | null;
   [k: string]: unknown;
 }
 
@@ -75,10 +75,11 @@ export interface ListView {
 
 export type RoundView = ReturnType<typeof roundView>;
 
-/** A task as its caller sees it: state, the latest round's result length and a short preview. */
+/** A task as its caller sees it: state, the latest round's result length and a short preview (whole when short). */
 export function taskView(store: Store, task: TaskRow): TaskView {
   // Length and preview were stored with the result, so this costs the same for a 10 MiB answer as for a short one.
-  const result = store.resultSummary(task.id, task.rounds);
+  // A round's result is written only with its end, so a queued or running task's latest round has none: no read.
+  const result = isTerminal(task.state) ? store.resultSummary(task.id, task.rounds) : null;
   return {
     taskId: task.id,
     agent: task.agent,

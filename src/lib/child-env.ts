@@ -118,8 +118,26 @@ function matches(rule: Rule, name: string): boolean {
   );
 }
 
+/** Decisions already made, per kind: they depend on the name alone, and a daemon spawns with the same names often. */
+const decided: Record<ChildKind, Map<string, boolean>> = {
+  acp: new Map(),
+  claude: new Map(),
+  gemini: new Map(),
+  opencode: new Map(),
+  codex: new Map(),
+};
+
 /** True when a variable of the parent environment may reach a child of this kind. */
 function passesToChild(kind: ChildKind, name: string): boolean {
+  let passes = decided[kind].get(name);
+  if (passes === undefined) {
+    passes = decide(kind, name);
+    decided[kind].set(name, passes);
+  }
+  return passes;
+}
+
+function decide(kind: ChildKind, name: string): boolean {
   if (name.startsWith(BATON_PREFIX)) return false;
   const rules = RULES[kind];
   // A kind's `except` wins over the generic rules too.
@@ -140,8 +158,11 @@ export interface ChildEnvOptions {
 export function childEnv(kind: ChildKind, opts: ChildEnvOptions = {}): Record<string, string> {
   const parent = opts.parent ?? process.env;
   const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(parent)) {
-    if (value !== undefined && passesToChild(kind, name)) env[name] = value;
+  // Names first, values only of the names that pass: each read of process.env is a call into the runtime.
+  for (const name of Object.keys(parent)) {
+    if (!passesToChild(kind, name)) continue;
+    const value = parent[name];
+    if (value !== undefined) env[name] = value;
   }
   for (const name of opts.pass ?? []) {
     const value = name === undefined ? undefined : parent[name];

@@ -9,13 +9,17 @@ import { test } from 'node:test';
 import { Engine, EngineError, EVENT_PAGE_TEXT_CODE_POINTS } from '../../src/core/engine.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { isGroupAlive, spawnGroup } from '../../src/lib/process-group.ts';
+import { Gate } from '../mock-models/server.ts';
 import { engineFor, settle } from '../support/engine.ts';
 import { FakeAgent } from '../support/fake-agent.ts';
 import { git } from '../support/git.ts';
 import { WaitBudget } from '../support/poll.ts';
 import { tempDir } from '../support/tmp.ts';
 
-function setup(t: Parameters<typeof tempDir>[0], opts: { idleTimeoutMs?: number; cancelGraceMs?: number } = {}) {
+function setup(
+  t: Parameters<typeof tempDir>[0],
+  opts: { idleTimeoutMs?: number; cancelGraceMs?: number; newsLingerMs?: number } = {},
+) {
   const base = tempDir(t);
   const root = join(base, 'root');
   const stateDir = join(base, 'state');
@@ -28,6 +32,7 @@ function setup(t: Parameters<typeof tempDir>[0], opts: { idleTimeoutMs?: number;
     stateDir,
     idleTimeoutMs: opts.idleTimeoutMs,
     cancelGraceMs: opts.cancelGraceMs ?? 2_000,
+    newsLingerMs: opts.newsLingerMs,
   });
   let keys = 0;
   const run = (prompt: string, cwd = root, extra: Partial<Parameters<Engine['run']>[1]> = {}) =>
@@ -243,6 +248,68 @@ test('wait returns at once when events exist, and times out with none', async (t
   const woke = await pending;
   assert.equal(woke.timedOut, false);
   assert.ok(woke.events.length > 0);
+});
+
+/** Longer than any wait's bound: news alone never answers a wait, so only a lifecycle change can. */
+const NEVER_ALONE_MS = 10 * 60_000;
+
+test('a wait after running answers the session record, the answer and the end together, not the session alone (rule: event-cursor)', async (t) => {
+  const { engine, run, agent } = setup(t, { newsLingerMs: NEVER_ALONE_MS });
+  agent.opening = new Gate();
+  const task = run('reply together');
+  await reaches(engine, task.taskId, 'running');
+  const cursor = engine.status('alice', task.taskId).nextCursor;
+  const pending = engine.wait('alice', task.taskId, cursor, 25_000);
+  agent.opening.open(); // the agent records its session, answers and ends
+  const w = await pending;
+  assert.deepEqual(
+    w.events.map((e) => (e.kind === 'lifecycle' ? `lifecycle ${e.state}` : e.kind)),
+    ['session', 'message', 'lifecycle succeeded'],
+    'one answer: the session record did not wake the wait by itself',
+  );
+  assert.equal(w.state, 'succeeded');
+  assert.deepEqual(w.result, { chars: 8, preview: 'together', complete: true }, 'the whole answer is in the view');
+});
+
+test('fan-in waits the same way: a task whose session is recorded and which ends is one answer (rule: event-cursor)', async (t) => {
+  const { engine, root, agent, run } = setup(t, { newsLingerMs: NEVER_ALONE_MS });
+  mkdirSync(join(root, 'a'));
+  mkdirSync(join(root, 'b'));
+  agent.opening = new Gate();
+  const a = run('reply fan', join(root, 'a'));
+  const b = run('gate fan-b', join(root, 'b'));
+  await reaches(engine, a.taskId, 'running');
+  await reaches(engine, b.taskId, 'running');
+  const items = [a, b].map((x) => ({ taskId: x.taskId, after: engine.status('alice', x.taskId).nextCursor }));
+  const pending = engine.waitAny('alice', items, 25_000);
+  agent.opening.open();
+  const w = await pending;
+  const first = w.tasks[0]!;
+  assert.ok(w.ready.includes(a.taskId));
+  assert.deepEqual(
+    first.events.map((e) => (e.kind === 'lifecycle' ? `lifecycle ${e.state}` : e.kind)),
+    ['session', 'message', 'lifecycle succeeded'],
+  );
+  agent.gate('fan-b').open();
+  assert.equal((await settled(engine, b.taskId)).state, 'succeeded');
+});
+
+test('a lone non-lifecycle event still answers a waiting wait within its bound (rule: event-cursor)', async (t) => {
+  const { engine, run, agent } = setup(t);
+  const task = run('status-gate lone');
+  await reaches(engine, task.taskId, 'session');
+  const cursor = engine.status('alice', task.taskId).nextCursor;
+  const pending = engine.wait('alice', task.taskId, cursor, 25_000);
+  agent.gate('lone').open(); // one status event, then the agent holds
+  const w = await pending;
+  assert.equal(w.timedOut, false);
+  assert.equal(w.state, 'running');
+  assert.deepEqual(
+    w.events.map((e) => [e.kind, e.text]),
+    [['status', 'past gate lone']],
+  );
+  engine.cancel('alice', task.taskId);
+  assert.equal((await settled(engine, task.taskId)).state, 'cancelled');
 });
 
 test('event pages are bounded by 8,192 code points of text; a status page gives message events as their length (rule: event-pages)', async (t) => {

@@ -91,7 +91,16 @@ test('a view takes the stored length and preview; the operator list reads throug
   store.setTaskState('t1', 'succeeded', new Date().toISOString());
   store.appendCommentary('t1', 'c'.repeat(1000));
   const view = taskView(store, store.getTask('t1')!);
-  assert.deepEqual(view.result, { chars: 300, preview: 'r'.repeat(200) });
+  assert.deepEqual(view.result, { chars: 300, preview: 'r'.repeat(200), complete: false });
+  // 200 code points (400 UTF-16 units) is still whole; one more is not (rule: whole-preview).
+  store.updateRound('t1', 1, { result: '😀'.repeat(200) });
+  assert.deepEqual(taskView(store, store.getTask('t1')!).result, {
+    chars: 200,
+    preview: '😀'.repeat(200),
+    complete: true,
+  });
+  store.updateRound('t1', 1, { result: '😀'.repeat(201) });
+  assert.equal(taskView(store, store.getTask('t1')!).result?.complete, false);
   const plan = store.db
     .prepare('EXPLAIN QUERY PLAN SELECT id FROM tasks WHERE list_order > ? ORDER BY list_order LIMIT ?')
     .all(0, 10)

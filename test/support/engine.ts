@@ -20,6 +20,7 @@ export function engineFor(
     privateDirs?: string[];
     idleTimeoutMs?: number;
     cancelGraceMs?: number;
+    newsLingerMs?: number;
   },
 ): { engine: Engine; store: Store } {
   const store = new Store(join(opts.stateDir, 'baton.db'));
@@ -35,6 +36,7 @@ export function engineFor(
     idleTimeoutMs: opts.idleTimeoutMs ?? 0,
     hardTimeoutMs: 0,
     cancelGraceMs: opts.cancelGraceMs ?? 5_000,
+    ...(opts.newsLingerMs !== undefined ? { newsLingerMs: opts.newsLingerMs } : {}),
   });
   t.after(async () => {
     await engine.close();

@@ -1,7 +1,9 @@
 // A FAKE in-process agent for engine unit tests only (the real adapters are tested against real binaries).
 // Each prompt is a directive: `reply <text>`, `hold` (until cancelled, then acknowledges), `ignore-cancel`,
-// `fail <msg>`, `gate <name>` (waits for the test to open it), `big` (an oversized answer), `spawn` (starts a real
-// process group and holds), `events` (status/tool/permission/commentary/usage then a reply), `silent` (never emits).
+// `fail <msg>`, `gate <name>` (waits for the test to open it), `status-gate <name>` (after the gate one status event,
+// then holds), `big` (an oversized answer), `spawn` (starts a real process group and holds), `events`
+// (status/tool/permission/commentary/usage then a reply), `silent` (never emits). `opening` holds every session's
+// start (and so its session record) until the test opens it.
 import type { Agent, AgentEvent, AgentSession, OpenSessionOptions } from '../../src/agents/agent.ts';
 import { type ChildGroup, spawnGroup } from '../../src/lib/process-group.ts';
 import { Gate } from '../mock-models/server.ts';
@@ -15,6 +17,8 @@ export class FakeAgent implements Agent {
   readonly running = new Map<string, number>();
   maxConcurrentPerDir = new Map<string, number>();
   maxConcurrent = 0;
+  /** When set, openSession waits for it: the task is running but its session not yet recorded. */
+  opening: Gate | undefined;
   private active = 0;
   private nextSession = 1;
 
@@ -37,6 +41,7 @@ export class FakeAgent implements Agent {
 
   async openSession(opts: OpenSessionOptions): Promise<AgentSession> {
     this.opened.push(opts);
+    await this.opening?.promise;
     const id = opts.resume ?? `fake-session-${this.nextSession++}`;
     let group: ChildGroup | undefined;
     let closed = false;
@@ -84,6 +89,12 @@ export class FakeAgent implements Agent {
               }
               yield { kind: 'message', text: `gate ${arg} passed` };
               yield { kind: 'end', outcome: 'succeeded' };
+              return;
+            case 'status-gate':
+              await Promise.race([agent.gate(arg).promise, aborted(signal)]);
+              yield { kind: 'status', text: `past gate ${arg}` };
+              await aborted(signal);
+              yield { kind: 'end', outcome: 'cancelled', acknowledged: true };
               return;
             case 'spawn':
               group = spawnGroup('sleep', ['300'], { stdio: 'ignore' });

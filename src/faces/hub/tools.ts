@@ -12,7 +12,8 @@ import {
   MAX_WAIT_MS,
   MAX_WAIT_TASKS,
 } from '../../core/engine.ts';
-import { isDiskFull, StoreFullError } from '../../core/store.ts';
+import { isDiskFull, RESULT_PREVIEW_CODE_POINTS, StoreFullError } from '../../core/store.ts';
+import { NEWS_LINGER_MS } from '../../core/waiters.ts';
 import { redactError } from '../../lib/redact.ts';
 import { defineTool, jsonResult, type ToolDef, toolError } from '../mcp-tools.ts';
 
@@ -49,6 +50,9 @@ const timeoutSeconds = z
  */
 const PAGE_TEXT = String(EVENT_PAGE_TEXT_CODE_POINTS).replace(/\B(?=(\d{3})+$)/g, ',');
 
+/** What every view's `result` says (rule: whole-preview), so a client knows when agent_result is not needed. */
+const WHOLE_PREVIEW = `An ended task's \`result\` gives the answer's length (\`chars\`) and its first ${RESULT_PREVIEW_CODE_POINTS} code points (\`preview\`); when \`complete\` is true the preview is the whole answer and agent_result is not needed.`;
+
 async function guarded(fn: () => unknown | Promise<unknown>, tool?: string) {
   try {
     return jsonResult((await fn()) as Record<string, unknown>);
@@ -67,7 +71,7 @@ export function hubTools(engine: Engine, caller: string): ToolDef[] {
     defineTool({
       name: 'agent_run',
       description:
-        'Delegate a task to another agent. Returns at once with a taskId; follow it with agent_wait/agent_status and read the answer with agent_result.',
+        'Delegate a task to another agent. Returns at once with a taskId; follow it with agent_wait/agent_status. A short answer comes whole in their `result` (`complete: true`); read a longer one with agent_result.',
       input: z
         .object({
           agent: z
@@ -95,7 +99,7 @@ export function hubTools(engine: Engine, caller: string): ToolDef[] {
     }),
     defineTool({
       name: 'agent_status',
-      description: `A glance: state, rounds, result summary, git snapshots and a page of events after \`after\`. Streamed answer text is left out: a \`message\` event says only how long it is (\`chars\`); agent_wait gives the text as it streams, agent_result the answer so far. A page ends early (hasMore) once its events carry ${PAGE_TEXT} code points of text.`,
+      description: `A glance: state, rounds, result summary, git snapshots and a page of events after \`after\`. Streamed answer text is left out: a \`message\` event says only how long it is (\`chars\`); agent_wait gives the text as it streams, agent_result the answer so far. A page ends early (hasMore) once its events carry ${PAGE_TEXT} code points of text. ${WHOLE_PREVIEW}`,
       input: z
         .object({ taskId, after: cursor.optional(), limit: z.number().int().min(1).max(MAX_EVENT_PAGE).optional() })
         .strict(),
@@ -104,7 +108,7 @@ export function hubTools(engine: Engine, caller: string): ToolDef[] {
     }),
     defineTool({
       name: 'agent_wait',
-      description: `Wait (at most ${MAX_WAIT_MS / 1000} s) for events after \`after\` or a terminal state; pass the returned nextCursor next time. A page holds at most ${DEFAULT_EVENT_PAGE} events and ${PAGE_TEXT} code points of event text (streamed answer text included); hasMore says more is there now. To wait on several tasks at once, give \`tasks\` (up to ${MAX_WAIT_TASKS}, each with its own cursor) instead of taskId/after: it returns when any has events after its cursor (\`ready\` names them) or all have ended.`,
+      description: `Wait (at most ${MAX_WAIT_MS / 1000} s) for events after \`after\` or a terminal state; pass the returned nextCursor next time. A page holds at most ${DEFAULT_EVENT_PAGE} events and ${PAGE_TEXT} code points of event text (streamed answer text included); hasMore says more is there now. A state change answers at once; other news up to ${NEWS_LINGER_MS} ms after it came, so news that comes together is one answer. ${WHOLE_PREVIEW} To wait on several tasks at once, give \`tasks\` (up to ${MAX_WAIT_TASKS}, each with its own cursor) instead of taskId/after: it returns when any has events after its cursor (\`ready\` names them) or all have ended.`,
       input: z
         .object({
           taskId: taskId.optional(),
@@ -134,7 +138,7 @@ export function hubTools(engine: Engine, caller: string): ToolDef[] {
     defineTool({
       name: 'agent_result',
       description:
-        'The final answer of the latest round, paged in 32,768 code points; pass nextOffset until done. While the round runs it is the answer so far, with partial: true.',
+        'The final answer of the latest round, paged in 32,768 code points; pass nextOffset until done. While the round runs it is the answer so far, with partial: true. Not needed once a view of the ended task says `result.complete: true`: its `result.preview` is then the whole answer.',
       input: z.object({ taskId, offset: cursor.optional() }).strict(),
       annotations: { readOnlyHint: true },
       handler: (args) => guarded(() => engine.result(caller, args.taskId, args.offset)),
