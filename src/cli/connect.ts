@@ -3,20 +3,8 @@
 import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import {
-  CLIENT_INFO,
-  CLIENTS,
-  type ClientName,
-  ConnectError,
-  describeStep,
-  isClientName,
-  planConnect,
-  runPlan,
-  type Scope,
-  type Server,
-  shellQuote,
-} from '../faces/hub/clients.ts';
-import { connectionsDir, tokenEnvName } from '../faces/hub/examples.ts';
+import { CLIENTS, type ClientName, isClientName } from '../faces/hub/client-names.ts';
+import type { Scope, Server } from '../faces/hub/clients.ts';
 import { PROVIDERS } from '../faces/provider/index.ts';
 import { hubConfigModule, loadHubConfig } from './hub-config.ts';
 
@@ -42,6 +30,8 @@ export function registerConnectCommand(program: Command): void {
       `register a stdio provider (${Object.keys(PROVIDERS).sort().join(', ')}) instead of the hub`,
     )
     .action(async (client: string, opts: ConnectOptions) => {
+      // The plans and what runs them are this command's own code, loaded when it runs (rule: lazy-commands).
+      const { ConnectError } = await import('../faces/hub/clients.ts');
       if (!isClientName(client))
         throw new ConnectError(`unknown client "${client}"; baton can connect: ${CLIENTS.join(', ')}`);
       if (opts.scope !== 'user' && opts.scope !== 'project')
@@ -51,6 +41,10 @@ export function registerConnectCommand(program: Command): void {
 }
 
 async function connect(client: ClientName, scope: Scope, opts: ConnectOptions, configFlag?: string): Promise<void> {
+  const { CLIENT_INFO, ConnectError, describeStep, planConnect, runPlan, shellQuote } = await import(
+    '../faces/hub/clients.ts'
+  );
+  const { connectionsDir, tokenEnvName } = await import('../faces/hub/examples.ts');
   const info = CLIENT_INFO[client];
   let server: Server;
   let notes: string[] = [];

@@ -1,22 +1,16 @@
 // Hub commands (rule: hub-commands): init, roots, doctor, serve, start, stop, health, examples, service. Every one
 // finds the config through locate.ts, so they reach the same hub from any directory.
-import { spawn } from 'node:child_process';
 import { existsSync, openSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
-import { probeAgent } from '../agents/probe.ts';
 import type { HubConfig, RootsChange } from '../faces/hub/config.ts';
-import { writeExamples } from '../faces/hub/examples.ts';
 import { type ConfigLocation, locateConfig } from '../faces/hub/locate.ts';
-import { type PreflightRow, preflightLines, rowStatus } from '../faces/hub/preflight.ts';
-import { serviceFiles } from '../faces/hub/service.ts';
-import { watchIdleMemory } from '../lib/idle-memory.ts';
+import type { PreflightRow } from '../faces/hub/preflight.ts';
 import { isLogLevel } from '../lib/log.ts';
 import { readBodyText } from '../lib/net.ts';
-import { ensurePrivateDir } from '../lib/private-fs.ts';
 import { redactError } from '../lib/redact.ts';
-import { hubConfigModule } from './hub-config.ts';
+import { type HubAddress, hubConfigModule, loadHubAddress } from './hub-config.ts';
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
 const START_TIMEOUT_MS = 60_000;
@@ -30,6 +24,8 @@ export function registerHubCommands(program: Command): void {
   const location = () => locateConfig({ flag: flag() });
   // The config code is loaded by the commands that read it, not at start (rule: lazy-commands).
   const config = async (): Promise<HubConfig> => (await hubConfigModule()).loadConfig(location());
+  /** Commands that only talk to the running hub read its address, not the whole config. */
+  const address = (): Promise<HubAddress> => loadHubAddress(flag());
   /** The user config is created on first use; a config named by --config or $BATON_CONFIG must already exist. */
   const ensureConfig = async (loc: ConfigLocation): Promise<void> => {
     if (existsSync(loc.configPath) || loc.source === 'flag' || loc.source === 'BATON_CONFIG') return;
@@ -48,6 +44,7 @@ export function registerHubCommands(program: Command): void {
     .option('--port <port>', 'listen port of a new config', (v) => Number.parseInt(v, 10))
     .action(async (opts: { root?: string[]; port?: number }) => {
       const { addRoots, loadConfig } = await hubConfigModule();
+      const { writeExamples } = await import('../faces/hub/examples.ts');
       const r = addRoots({ location: location(), roots: opts.root ?? [process.cwd()], port: opts.port });
       reportRoots(r);
       if (r.created) {
@@ -98,6 +95,8 @@ export function registerHubCommands(program: Command): void {
     .action(async () => {
       const cfg = await config();
       const { createAgent } = await import('../agents/registry.ts');
+      const { probeAgent } = await import('../agents/probe.ts');
+      const { preflightLines, rowStatus } = await import('../faces/hub/preflight.ts');
       const rows: PreflightRow[] = [];
       for (const [name, entry] of Object.entries(cfg.agents)) {
         const agent = createAgent(name, entry, { stateDir: cfg.stateDirPath, logger: quietLogger });
@@ -138,9 +137,12 @@ export function registerHubCommands(program: Command): void {
       await ensureConfig(loc);
       const { loadConfig } = await hubConfigModule();
       const cfg = loadConfig(loc);
+      const { writeExamples } = await import('../faces/hub/examples.ts');
       const { tokensFile } = writeExamples(cfg);
       // Loaded here, not at the top: the server pulls in the engine and the MCP SDK, which other commands never need.
       const { Hub } = await import('../faces/hub/server.ts');
+      const { preflightLines } = await import('../faces/hub/preflight.ts');
+      const { watchIdleMemory } = await import('../lib/idle-memory.ts');
       const hub = await Hub.start({
         config: cfg,
         logLevel: opts.logLevel as 'info' | undefined,
@@ -182,6 +184,9 @@ export function registerHubCommands(program: Command): void {
         out(`already running on http://${cfg.listen.host}:${cfg.listen.port}`);
         return;
       }
+      const { ensurePrivateDir } = await import('../lib/private-fs.ts');
+      const { preflightLines } = await import('../faces/hub/preflight.ts');
+      const { spawn } = await import('node:child_process');
       ensurePrivateDir(cfg.stateDirPath);
       const log = openSync(join(cfg.stateDirPath, 'daemon.out'), 'a', 0o600);
       // The child inherits this environment and cwd, so it resolves the same config; an explicit file is passed on.
@@ -220,7 +225,7 @@ export function registerHubCommands(program: Command): void {
     )
     .option('--force', 'stop anyway: queued and running tasks end as interrupted (and are listed)')
     .action(async (opts: { force?: boolean }) => {
-      const cfg = await config();
+      const cfg = await address();
       // rule: stop-refuses-work — the hub decides (it knows what runs at that moment) and names the tasks.
       const res = await control(cfg, 'POST', `/control/stop${opts.force ? '?force=1' : ''}`).catch(() => null);
       if (!res) {
@@ -256,7 +261,7 @@ export function registerHubCommands(program: Command): void {
     .command('health')
     .description('Version, uptime, agents and queue depth of the running hub.')
     .action(async () => {
-      const cfg = await config();
+      const cfg = await address();
       const h = await healthOf(cfg).catch((err) => {
         throw new Error(
           `the hub is not answering on http://${cfg.listen.host}:${cfg.listen.port}: ${redactError(err)}`,
@@ -270,6 +275,7 @@ export function registerHubCommands(program: Command): void {
     .description("Write client snippets and a private tokens.env in the config's connections/ dir (prints no token).")
     .action(async () => {
       const cfg = await config();
+      const { writeExamples } = await import('../faces/hub/examples.ts');
       const { dir, files } = writeExamples(cfg);
       out(`wrote ${files.length} files under ${dir}:`);
       for (const f of files) out(`  ${f}`);
@@ -299,6 +305,7 @@ export function registerHubCommands(program: Command): void {
       .option('--dry-run', 'print what would be done')
       .action(async (opts: { dryRun?: boolean }) => {
         const cfg = await config();
+        const { serviceFiles } = await import('../faces/hub/service.ts');
         const plan = serviceFiles(cfg, process.argv[1]!);
         const steps = action === 'install' ? plan.install : plan.uninstall;
         if (opts.dryRun) {
@@ -356,7 +363,7 @@ const MAX_CONTROL_BODY_BYTES = 64 * 1024 * 1024;
  * whole exchange.
  */
 export async function control(
-  cfg: HubConfig,
+  cfg: HubAddress,
   method: string,
   path: string,
   timeoutMs = 5_000,
@@ -383,7 +390,7 @@ export async function control(
   return { status, ok: status >= 200 && status < 300, json: async () => JSON.parse(text) };
 }
 
-async function healthOf(cfg: HubConfig): Promise<{ pid: number } & Record<string, unknown>> {
+async function healthOf(cfg: HubAddress): Promise<{ pid: number } & Record<string, unknown>> {
   const res = await control(cfg, 'GET', '/control/health');
   if (!res.ok) throw new Error(`HTTP ${res.status}`);
   return (await res.json()) as { pid: number };

@@ -4,12 +4,11 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { ResultView, StatusView, TaskView, WaitView } from '../core/engine.ts';
 import { isTerminal, type TaskEvent } from '../core/task.ts';
-import type { HubConfig } from '../faces/hub/config.ts';
 import { eventText, gitChanges, gitLine, gitStatusWord } from '../faces/hub/ui/format.ts';
 import { redactError } from '../lib/redact.ts';
 import { stripTerminalControls } from '../lib/text.ts';
 import { control } from './hub.ts';
-import { loadHubConfig } from './hub-config.ts';
+import { type HubAddress, loadHubAddress } from './hub-config.ts';
 import { localTime } from './time.ts';
 
 const out = (s: string): void => void process.stdout.write(`${s}\n`);
@@ -53,7 +52,7 @@ function offsetArg(value: string): number {
 }
 
 export function registerTasksCommand(program: Command): void {
-  const config = () => loadHubConfig(program.opts<{ config?: string }>().config);
+  const config = () => loadHubAddress(program.opts<{ config?: string }>().config);
   const tasks = program
     .command('tasks')
     .description("The running hub's tasks across all callers: list, show ID, tail ID, result ID, cancel ID.")
@@ -250,7 +249,7 @@ function eventLine(ev: TaskEvent): string {
   return `${localTime(ev.time, { date: false })} r${ev.round} ${ev.kind} ${eventText(ev)}`.trimEnd();
 }
 
-async function request<T>(cfg: HubConfig, method: string, path: string, timeoutMs?: number): Promise<T> {
+async function request<T>(cfg: HubAddress, method: string, path: string, timeoutMs?: number): Promise<T> {
   const where = `http://${cfg.listen.host}:${cfg.listen.port}`;
   const res = await control(cfg, method, path, timeoutMs).catch((err) => {
     throw new Error(`the hub is not answering on ${where} (start it with \`baton start\`): ${redactError(err)}`);

@@ -1,12 +1,11 @@
 // `baton ui` (rule: dashboard): logs the operator into the running hub's dashboard with a one-time link. The control
 // token stays in the config and goes only to the hub as a bearer; the link carries a single-use code that expires in
 // minutes. With a browser opener and a display the link is opened and not printed; otherwise it is printed.
-import { spawn } from 'node:child_process';
 import type { Command } from 'commander';
 import { findAgentBinary } from '../lib/agent-path.ts';
 import { redactError } from '../lib/redact.ts';
 import { control } from './hub.ts';
-import { loadHubConfig } from './hub-config.ts';
+import { loadHubAddress } from './hub-config.ts';
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
 
@@ -16,7 +15,7 @@ export function registerUiCommand(program: Command): void {
     .description('Open the dashboard in a browser, logged in by a one-time link (or print the link).')
     .option('--print', 'print the one-time login link instead of opening a browser')
     .action(async (opts: { print?: boolean }) => {
-      const cfg = await loadHubConfig(program.opts<{ config?: string }>().config);
+      const cfg = await loadHubAddress(program.opts<{ config?: string }>().config);
       const host = cfg.listen.host === '0.0.0.0' ? '127.0.0.1' : cfg.listen.host;
       const base = `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${cfg.listen.port}`;
       const res = await control(cfg, 'POST', '/ui/link').catch((err) => {
@@ -46,7 +45,8 @@ function browserOpener(): string | undefined {
 }
 
 /** Starts the opener detached; false when it could not be started (the link is then printed instead). */
-function launched(opener: string, link: string): Promise<boolean> {
+async function launched(opener: string, link: string): Promise<boolean> {
+  const { spawn } = await import('node:child_process');
   return new Promise((resolve) => {
     const child = spawn(opener, [link], { detached: true, stdio: 'ignore' });
     child.once('error', () => resolve(false));

@@ -6,9 +6,8 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { captureCommand } from '../../lib/capture.ts';
 import { writePrivateFile } from '../../lib/private-fs.ts';
+import type { ClientName } from './client-names.ts';
 
-export const CLIENTS = ['claude', 'codex', 'gemini', 'opencode'] as const;
-export type ClientName = (typeof CLIENTS)[number];
 export type Scope = 'user' | 'project';
 
 export const CLIENT_INFO: Record<ClientName, { binary: string; label: string; install: string }> = {
@@ -17,10 +16,6 @@ export const CLIENT_INFO: Record<ClientName, { binary: string; label: string; in
   gemini: { binary: 'gemini', label: 'Gemini CLI', install: 'npm install -g @google/gemini-cli' },
   opencode: { binary: 'opencode', label: 'OpenCode', install: 'npm install -g opencode-ai' },
 };
-
-export function isClientName(s: string): s is ClientName {
-  return (CLIENTS as readonly string[]).includes(s);
-}
 
 /** What gets registered: the hub's HTTP endpoint (token from an env var) or a stdio command. */
 export type Server =

@@ -5,7 +5,7 @@
 // its HTTP exchange, so a request costs no server or transport construction and no web Request/Response conversion.
 import { createHash, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type NodeMcpRequestHandler, toNodeHandler } from '@modelcontextprotocol/node';
+import type { NodeMcpRequestHandler } from '@modelcontextprotocol/node';
 import {
   classifyInboundRequest,
   createMcpHandler,
@@ -39,6 +39,14 @@ const MAX_SUBSCRIPTIONS_PER_CALLER = 16;
 /** Messages one 2025-era POST may carry (a JSON-RPC batch); the SDK's own transport has the same bound. */
 const MAX_BATCH = 100;
 
+/**
+ * The SDK's Node adapter, loaded by the first 2026-07-28 request rather than at the hub's start: through
+ * @hono/node-server it imports node:http and node:http2 as ES modules, which loads Node's bundled undici, a cost a hub
+ * serving only 2025-era clients never needs (rule: lazy-commands).
+ */
+let nodeAdapterModule: Promise<typeof import('@modelcontextprotocol/node')> | undefined;
+const nodeAdapter = () => (nodeAdapterModule ??= import('@modelcontextprotocol/node'));
+
 /** Builds the server instance that answers one caller: per request in the modern era, once in the legacy one. */
 export type ServerFactory = (caller: string, era: 'legacy' | 'modern') => Server;
 
@@ -71,7 +79,7 @@ export class McpEndpoint {
 
   async handle(req: IncomingMessage, res: ServerResponse, caller: string, body: unknown): Promise<void> {
     if (isLegacy(req, body)) return this.legacy(req, res, caller, body);
-    return this.modernFor(caller).node(req, res, body);
+    return (this.modern.get(caller) ?? (await this.modernFor(caller))).node(req, res, body);
   }
 
   /** Drops sessions unused for SESSION_RETENTION_MS. */
@@ -91,7 +99,8 @@ export class McpEndpoint {
 
   // ------------------------------------------------------------ 2026-07-28: stateless
 
-  private modernFor(caller: string) {
+  private async modernFor(caller: string) {
+    const { toNodeHandler } = await nodeAdapter();
     let m = this.modern.get(caller);
     if (!m) {
       // The SDK's handler refuses a server instance that already serves an exchange, so this era builds one per request.

@@ -3,7 +3,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { once } from 'node:events';
 import { type FSWatcher, statSync, watch } from 'node:fs';
-import { createServer, type Server as HttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename, dirname, join } from 'node:path';
 import { Server } from '@modelcontextprotocol/server';
@@ -129,6 +129,9 @@ export class Hub {
       maxBodyBytes: MAX_BODY_BYTES,
       factory: (caller, era) => this.mcpServer(caller, era),
     });
+    // node:http through getBuiltinModule, not an ESM import: that would read every export, WebSocket's lazy getter
+    // included, and load Node's bundled undici at every start (rule: lazy-commands).
+    const { createServer } = process.getBuiltinModule('node:http');
     this.http = createServer((req, res) => {
       this.route(req, res).catch((err) => {
         this.logger.error('request failed', { error: redactError(err) });

@@ -236,12 +236,12 @@ export async function run(argv: string[]): Promise<void> {
         userCodexHome,
         ...(flags.codexModelProvider ? { modelProvider: flags.codexModelProvider } : {}),
       });
-  // Both paths' modules (and the MCP SDK under them) load while `codex --version` runs in its own process: start-up
-  // pays for the slower of the two, not their sum (issue 13).
-  const modules = Promise.all([import('../stdio-server.ts'), import('./app-server.ts'), import('./legacy.ts')]);
+  // The server's modules (and the MCP SDK under them) load while `codex --version` runs in its own process: start-up
+  // pays for the slower of the two, not their sum (issue 13). The legacy bridge is loaded only for a legacy Codex.
+  const modules = Promise.all([import('../stdio-server.ts'), import('./app-server.ts')]);
   modules.catch(() => {});
   const version = await probe;
-  const [{ serveProviderStdio }, { appServerTools }, { runLegacyPassthrough }] = await modules;
+  const [{ serveProviderStdio }, { appServerTools }] = await modules;
   const settings: CodexHomeSettings = {
     model: flags.model,
     effort: flags.modelReasoningEffort,
@@ -262,6 +262,7 @@ export async function run(argv: string[]): Promise<void> {
   if (!isAppServerCodex(version)) {
     // Legacy Codex: one `codex mcp-server` per bridge, in a home of its own removed at exit.
     const home = join(root, `legacy-${process.pid}-${randomBytes(4).toString('hex')}`);
+    const { runLegacyPassthrough } = await import('./legacy.ts');
     await runLegacyPassthrough({
       command,
       homeDir: home,
