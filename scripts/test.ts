@@ -11,12 +11,11 @@
 // number still leaves the cores idle whenever the four files running all wait at once, so up to two more start while
 // the CPU measured idle (see the scheduler below); under load nothing extra starts.
 //
-// The pure unit files in IN_PROCESS run in this process (node:test isolation 'none'), one test at a time, before the
-// process-isolated files: each spawns nothing and changes no process-wide state, and a process of its own would cost
-// more CPU than its tests (a bare test process, then the same src/ modules imported again). The totals at the end and
-// the exit code cover both runs.
+// The pure unit files in ONE_PROCESS run together in one test process (scripts/test-one-process.ts), one test at a
+// time: each spawns nothing and changes no process-wide state, and a process of its own would cost more CPU than its
+// tests (a bare test process, then the same src/ modules imported again).
 //
-// With --prepare (what `npm test` runs) the build comes first, with the in-process files beside it (they need no
+// With --prepare (what `npm test` runs) the build comes first, with the ONE_PROCESS files beside it (they need no
 // dist/), then `npm run check`'s type check and linters run beside the tests instead of before them: the tests need
 // only dist/, and on two cores the checks fill the gaps the test files leave. The build skips its own type check
 // (--noCheck) because the type check covers src and everything else; its JavaScript is the same either way. A failed
@@ -53,11 +52,11 @@ const SLOW_HINT = [
   'test/hub/user-config.test.ts',
 ];
 
-// Run in this process (see above). Only a file that spawns no process and leaves process.env, the cwd, process
+// Run in one process (see above). Only a file that spawns no process and leaves process.env, the cwd, process
 // methods and V8 flags as they were belongs here; a name that no longer exists is ignored. Secrets the code under test
 // registers (src/lib/redact.ts) stay registered for the files after it, so each file plants secrets of its own: a
 // redaction test must not pass on a secret another file registered.
-const IN_PROCESS = new Set([
+const ONE_PROCESS = new Set([
   'test/agents/acp-events.test.ts',
   'test/attach/auth-mirror.test.ts',
   'test/attach/codex-fail-closed.test.ts',
@@ -161,8 +160,8 @@ const durations = Object.fromEntries(Object.entries(recorded).filter(([f]) => ex
 const started = performance.now();
 const timeout = Number(values.timeout);
 const concurrency = Number(values.concurrency);
-const isolated = files.filter((f) => !IN_PROCESS.has(f));
-const shared = files.filter((f) => IN_PROCESS.has(f));
+const isolated = files.filter((f) => !ONE_PROCESS.has(f));
+const shared = files.filter((f) => ONE_PROCESS.has(f));
 
 // Each run ends with its own totals (diagnostics "tests N", "pass N", …); they are summed into one set at the end.
 const TOTALS = /^(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) [\d.]+$/;
@@ -171,7 +170,7 @@ const report = new PassThrough({ objectMode: true });
 const specOut = report.compose(spec);
 const printed = new Promise((r) => specOut.once('end', r));
 
-/** Collects a run's events (one file, or the in-process files) and resolves to them when it ends; the totals and
+/** Collects a run's events (one file, or the ONE_PROCESS files) and resolves to them when it ends; the totals and
  * durations are taken as they come. Each run is printed as one block, so files that end together never interleave. */
 function collect(stream: Readable): Promise<unknown[]> {
   const held: unknown[] = [];
@@ -213,42 +212,6 @@ const print = (events: Promise<unknown[]>) =>
     }),
   );
 
-// The in-process files need no dist/ and spawn nothing: they start at once and run beside the build, which keeps
-// one core busy with tsc and leaves the other idle. They end before any other file starts: node:test gives the tests
-// of an isolation 'none' run to whichever run() is active in this process, and cancels them when that run ends.
-let inProcess: Promise<unknown> = Promise.resolve();
-if (shared.length) {
-  (globalThis as Record<symbol, string[]>)[Symbol.for('baton.test.inProcessFiles')] = shared.map((f) =>
-    resolve(root, f),
-  );
-  const entry = resolve(root, 'scripts', 'test-in-process.ts');
-  inProcess = collect(run({ files: [entry], isolation: 'none', concurrency: 1, timeout }));
-  print(inProcess as Promise<unknown[]>);
-}
-
-let checks: Promise<boolean> | undefined;
-if (values.prepare) {
-  const build = await chain([['npm', 'run', '-s', 'build', '--', '--noCheck']]);
-  process.stdout.write(build.output);
-  if (!build.ok) {
-    console.error('the build failed; no tests run');
-    process.exit(1);
-  }
-  specOut.pipe(process.stdout);
-  openReport();
-  checks = Promise.all([
-    chain([['npm', 'run', '-s', 'typecheck']], { background: true }),
-    chain([['npm', 'run', '-s', 'lint']], { background: true }),
-  ]).then((results) => {
-    const ok = results.every((r) => r.ok);
-    const output = results.map((r) => r.output).join('');
-    process.stdout.write(ok ? output : `\n✖ npm run check FAILED; the tests go on, the run will fail:\n${output}\n`);
-    return ok;
-  });
-} else {
-  specOut.pipe(process.stdout);
-}
-
 /**
  * The machine's CPU time over the last IDLE_WINDOW_MS, from /proc/stat (Linux; elsewhere no samples, and no file starts
  * beyond `concurrency`): the share that was idle with nothing to run, and the share idle while waiting on the disk.
@@ -288,13 +251,13 @@ const MAX_IOWAIT = 0.05;
 const queue = [...isolated];
 let running = 0;
 let lastStart = Number.NEGATIVE_INFINITY;
+let ready = !values.prepare;
 let allDone: () => void = () => {};
-const isolatedDone = new Promise<void>((r) => (allDone = r));
-const startNext = () => {
-  const file = queue.shift()!;
+const done = new Promise<void>((r) => (allDone = r));
+const start = (path: string, env?: NodeJS.ProcessEnv) => {
   running += 1;
   lastStart = performance.now();
-  const events = collect(run({ files: [resolve(root, file)], timeout }));
+  const events = collect(run({ files: [path], timeout, ...(env ? { env } : {}) }));
   print(events);
   void events
     .catch(() => {})
@@ -304,14 +267,45 @@ const startNext = () => {
       if (running === 0 && queue.length === 0) allDone();
     });
 };
+const startNext = () => start(resolve(root, queue.shift()!));
 const pump = () => {
+  if (!ready) return;
   while (queue.length > 0 && running < concurrency) startNext();
   if (queue.length > 0 && running < concurrency + EXTRA_FILES && performance.now() - lastStart >= IDLE_WINDOW_MS) {
     const { idle, iowait } = cpuShares();
     if (idle >= FILL_IDLE && iowait <= MAX_IOWAIT) startNext();
   }
 };
-await inProcess;
+// The ONE_PROCESS files need no dist/: they start at once, beside the build, which keeps one core busy with tsc.
+if (shared.length) {
+  const list = JSON.stringify(shared.map((f) => resolve(root, f)));
+  start(resolve(root, 'scripts', 'test-one-process.ts'), { ...process.env, BATON_TEST_ONE_PROCESS_FILES: list });
+}
+
+let checks: Promise<boolean> | undefined;
+if (values.prepare) {
+  const build = await chain([['npm', 'run', '-s', 'build', '--', '--noCheck']]);
+  process.stdout.write(build.output);
+  if (!build.ok) {
+    console.error('the build failed; no tests run');
+    process.exit(1);
+  }
+  specOut.pipe(process.stdout);
+  openReport();
+  ready = true;
+  checks = Promise.all([
+    chain([['npm', 'run', '-s', 'typecheck']], { background: true }),
+    chain([['npm', 'run', '-s', 'lint']], { background: true }),
+  ]).then((results) => {
+    const ok = results.every((r) => r.ok);
+    const output = results.map((r) => r.output).join('');
+    process.stdout.write(ok ? output : `\n✖ npm run check FAILED; the tests go on, the run will fail:\n${output}\n`);
+    return ok;
+  });
+} else {
+  specOut.pipe(process.stdout);
+}
+
 let sampler: NodeJS.Timeout | undefined;
 if (queue.length > 0) {
   sampleCpu();
@@ -320,8 +314,8 @@ if (queue.length > 0) {
     pump();
   }, 250);
   pump();
-} else allDone();
-await isolatedDone;
+} else if (running === 0) allDone();
+await done;
 clearInterval(sampler);
 await Promise.all(reported);
 
