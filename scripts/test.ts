@@ -9,7 +9,7 @@
 // child to start, a grace or idle budget to pass), so with three the cores idle; a model of the measured per-file
 // CPU and wall times (taken on a loaded machine) gave ~245 s at three, ~195 s at four, ~175 s at five. A fixed
 // number still leaves the cores idle whenever the four files running all wait at once, so up to two more start while
-// the CPU measured idle (see the scheduler below); under load nothing extra starts.
+// the CPU measured idle (see the scheduler below); under load nothing extra starts. --concurrency N runs exactly N.
 //
 // The pure unit files in ONE_PROCESS run together in one test process (scripts/test-one-process.ts), one test at a
 // time: each spawns nothing and changes no process-wide state, and a process of its own would cost more CPU than its
@@ -86,7 +86,7 @@ const ONE_PROCESS = new Set([
 const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
-    concurrency: { type: 'string', default: '4' },
+    concurrency: { type: 'string' },
     timeout: { type: 'string', default: '300000' },
     prepare: { type: 'boolean', default: false },
   },
@@ -159,7 +159,8 @@ files.sort((a, b) =>
 const durations = Object.fromEntries(Object.entries(recorded).filter(([f]) => existsSync(resolve(root, f))));
 const started = performance.now();
 const timeout = Number(values.timeout);
-const concurrency = Number(values.concurrency);
+// --concurrency N runs exactly N files at a time; by default four, and up to EXTRA_FILES more on idle CPU (below).
+const concurrency = Number(values.concurrency ?? 4);
 const isolated = files.filter((f) => !ONE_PROCESS.has(f));
 const shared = files.filter((f) => ONE_PROCESS.has(f));
 
@@ -245,7 +246,7 @@ const cpuShares = () => {
 // with their own CPU) nothing extra starts, so the files never pile up beyond what the cores leave free. Nor while
 // the disk holds things up (more than MAX_IOWAIT of the time idle waiting on it): on a fresh clone the first starts of
 // Chromium and the agent CLIs read their binaries from a cold disk, and a file started then would only slow them.
-const EXTRA_FILES = 2;
+const EXTRA_FILES = values.concurrency === undefined ? 2 : 0;
 const FILL_IDLE = 0.35;
 const MAX_IOWAIT = 0.05;
 const queue = [...isolated];
