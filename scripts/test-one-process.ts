@@ -6,7 +6,8 @@ import { relative } from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 
-const files = JSON.parse(process.env.BATON_TEST_ONE_PROCESS_FILES ?? '[]') as string[];
+// The files come as arguments (node:test run()'s `argv`).
+const files = process.argv.slice(2);
 for (const file of files) {
   try {
     await import(pathToFileURL(file).href);
