@@ -98,7 +98,8 @@ test('hub + real gemini --acp and opencode acp: presets found on PATH, run, resu
   t.after(() => stall.open());
   chat.script.push({ type: 'stall', gate: stall, before: ['resumed\n'] });
   await call(alice, 'agent_continue', { taskId: o.taskId, prompt: 'which word?', idempotencyKey: 'o-2' });
-  await chat.server.waitForRequest(() => chat.mainCalls().length >= 2);
+  // A fresh opencode process starts and loads the session first: at a load of 17 that took over the default 30 s.
+  await chat.server.waitForRequest(() => chat.mainCalls().length >= 2, 120_000);
   const lastCall = chat.mainCalls().at(-1)!;
   assert.match(lastCall.rawBody, /which word\?/);
   assert.match(lastCall.rawBody, /osprey/, 'the continued round carries the earlier history');
