@@ -277,12 +277,12 @@ const pump = () => {
   }
 };
 // The ONE_PROCESS files need no dist/: they start at once, beside the build, which keeps one core busy with tsc. Their
-// process takes no slot (about two CPU seconds in all, mostly over by the end of the build).
-let oneProcess: Promise<unknown> = Promise.resolve();
+// process takes no slot (about two CPU seconds in all).
+let oneProcess: Promise<unknown[]> = Promise.resolve([]);
 if (shared.length) {
   const argv = shared.map((f) => resolve(root, f));
   oneProcess = collect(run({ files: [resolve(root, 'scripts', 'test-one-process.ts')], timeout, argv }));
-  print(oneProcess as Promise<unknown[]>);
+  print(oneProcess);
 }
 
 let checks: Promise<boolean> | undefined;
