@@ -1,24 +1,26 @@
 // Runs the test files (default: test/**/*.test.ts) with node:test, longest first. On a two-core machine most of the
 // suite's time is spent in a few files that drive real agent CLIs; started last, one of them runs alone at the end
-// while the cores idle. Node's own `--test` sorts files by name, so this script hands node:test an ordered list:
+// while the cores idle. Node's own `--test` sorts files by name, so this script hands node:test the files in order:
 // by the wall time each file took in the last run here (kept next to the compile cache in TMPDIR), else by the
-// hint list below, then by name. Order only schedules; every file still runs in its own process.
+// hint list below, then by name. Order only schedules; every file still runs in its own process, and each file's
+// report is printed as one block when it ends.
 //
 // Four files at a time on two cores: the files that drive agents spend about half their wall time waiting (for a
 // child to start, a grace or idle budget to pass), so with three the cores idle; a model of the measured per-file
-// CPU and wall times (taken on a loaded machine) gave ~245 s at three, ~195 s at four, ~175 s at five.
+// CPU and wall times (taken on a loaded machine) gave ~245 s at three, ~195 s at four, ~175 s at five. A fixed
+// number still leaves the cores idle whenever the four files running all wait at once, so up to two more start while
+// the CPU measured idle (see the scheduler below); under load nothing extra starts. --concurrency N runs exactly N.
 //
-// The pure unit files in IN_PROCESS run in this process (node:test isolation 'none'), one test at a time, beside the
-// process-isolated files: each spawns nothing and changes no process-wide state, and a process of its own would cost
-// more CPU than its tests (a bare test process, then the same src/ modules imported again). Their report is held back
-// and printed after the other files', so the two runs never interleave in the spec output; the totals at the end and
-// the exit code cover both runs.
+// The pure unit files in ONE_PROCESS run together in one test process (scripts/test-one-process.ts), one test at a
+// time: each spawns nothing and changes no process-wide state, and a process of its own would cost more CPU than its
+// tests (a bare test process, then the same src/ modules imported again).
 //
-// With --prepare (what `npm test` runs) the build comes first, then `npm run check`'s type check and linters run
-// beside the tests instead of before them: the tests need only dist/, and on two cores the checks fill the gaps the
-// test files leave. The build skips its own type check (--noCheck) because the type check covers src and everything
-// else; its JavaScript is the same either way. A failed build stops the run at once; failed checks are printed as
-// soon as they end, and the run fails at the end whatever the tests did, saying so on its last line.
+// With --prepare (what `npm test` runs) the build comes first, with the ONE_PROCESS files beside it (they need no
+// dist/), then `npm run check`'s type check and linters run beside the tests instead of before them: the tests need
+// only dist/, and on two cores the checks fill the gaps the test files leave. The build skips its own type check
+// (--noCheck) because the type check covers src and everything else; its JavaScript is the same either way. A failed
+// build stops the run at once; failed checks are printed as soon as they end, and the run fails at the end whatever
+// the tests did, saying so on its last line.
 //
 //   node scripts/test.ts [--prepare] [--concurrency N] [--timeout MS] [file or glob …]
 import { spawn } from 'node:child_process';
@@ -50,11 +52,11 @@ const SLOW_HINT = [
   'test/hub/user-config.test.ts',
 ];
 
-// Run in this process (see above). Only a file that spawns no process and leaves process.env, the cwd, process
+// Run in one process (see above). Only a file that spawns no process and leaves process.env, the cwd, process
 // methods and V8 flags as they were belongs here; a name that no longer exists is ignored. Secrets the code under test
 // registers (src/lib/redact.ts) stay registered for the files after it, so each file plants secrets of its own: a
 // redaction test must not pass on a secret another file registered.
-const IN_PROCESS = new Set([
+const ONE_PROCESS = new Set([
   'test/agents/acp-events.test.ts',
   'test/attach/auth-mirror.test.ts',
   'test/attach/codex-fail-closed.test.ts',
@@ -84,7 +86,7 @@ const IN_PROCESS = new Set([
 const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
-    concurrency: { type: 'string', default: '4' },
+    concurrency: { type: 'string' },
     timeout: { type: 'string', default: '300000' },
     prepare: { type: 'boolean', default: false },
   },
@@ -127,25 +129,6 @@ async function chain(
   return { ok: true, output };
 }
 
-let checks: Promise<boolean> | undefined;
-if (values.prepare) {
-  const build = await chain([['npm', 'run', '-s', 'build', '--', '--noCheck']]);
-  process.stdout.write(build.output);
-  if (!build.ok) {
-    console.error('the build failed; no tests run');
-    process.exit(1);
-  }
-  checks = Promise.all([
-    chain([['npm', 'run', '-s', 'typecheck']], { background: true }),
-    chain([['npm', 'run', '-s', 'lint']], { background: true }),
-  ]).then((results) => {
-    const ok = results.every((r) => r.ok);
-    const output = results.map((r) => r.output).join('');
-    process.stdout.write(ok ? output : `\n✖ npm run check FAILED; the tests go on, the run will fail:\n${output}\n`);
-    return ok;
-  });
-}
-
 const root = process.cwd();
 const patterns = positionals.length > 0 ? positionals : ['test/**/*.test.ts'];
 const files = [...new Set(patterns.flatMap((p) => globSync(p)).map((f) => relative(root, resolve(f))))];
@@ -176,21 +159,10 @@ files.sort((a, b) =>
 const durations = Object.fromEntries(Object.entries(recorded).filter(([f]) => existsSync(resolve(root, f))));
 const started = performance.now();
 const timeout = Number(values.timeout);
-const isolated = files.filter((f) => !IN_PROCESS.has(f));
-const shared = files.filter((f) => IN_PROCESS.has(f));
-// The in-process run's report waits for the end when it runs beside the other (and is live when it runs alone).
-const runs: Array<{ live: boolean; stream: Readable }> = [];
-if (isolated.length) {
-  const paths = isolated.map((f) => resolve(root, f));
-  runs.push({ live: true, stream: run({ files: paths, concurrency: Number(values.concurrency), timeout }) });
-}
-if (shared.length) {
-  (globalThis as Record<symbol, string[]>)[Symbol.for('baton.test.inProcessFiles')] = shared.map((f) =>
-    resolve(root, f),
-  );
-  const entry = resolve(root, 'scripts', 'test-in-process.ts');
-  runs.push({ live: !isolated.length, stream: run({ files: [entry], isolation: 'none', concurrency: 1, timeout }) });
-}
+// --concurrency N runs exactly N files at a time; by default four, and up to EXTRA_FILES more on idle CPU (below).
+const concurrency = Number(values.concurrency ?? 4);
+const isolated = files.filter((f) => !ONE_PROCESS.has(f));
+const shared = files.filter((f) => ONE_PROCESS.has(f));
 
 // Each run ends with its own totals (diagnostics "tests N", "pass N", …); they are summed into one set at the end.
 const TOTALS = /^(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) [\d.]+$/;
@@ -198,10 +170,10 @@ const totals = { tests: 0, suites: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0
 const report = new PassThrough({ objectMode: true });
 const specOut = report.compose(spec);
 const printed = new Promise((r) => specOut.once('end', r));
-specOut.pipe(process.stdout);
 
-/** Forwards a run's events to the report (or holds them until the end); resolves to the held ones when it ends. */
-function follow(stream: Readable, live: boolean): Promise<unknown[]> {
+/** Collects a run's events (one file, or the ONE_PROCESS files) and resolves to them when it ends; the totals and
+ * durations are taken as they come. Each run is printed as one block, so files that end together never interleave. */
+function collect(stream: Readable): Promise<unknown[]> {
   const held: unknown[] = [];
   stream.on('data', (event: { type: string; data: Record<string, unknown> }) => {
     const { type, data } = event;
@@ -222,8 +194,7 @@ function follow(stream: Readable, live: boolean): Promise<unknown[]> {
       durations[relative(root, data.file)] = Math.round(data.duration_ms as number);
     }
     if (type === 'test:diagnostic' && data.nesting === 0 && !data.file && TOTALS.test(String(data.message))) return;
-    if (live) report.write(event);
-    else held.push(event);
+    held.push(event);
   });
   return new Promise((resolve, reject) => {
     stream.once('end', () => resolve(held));
@@ -231,8 +202,126 @@ function follow(stream: Readable, live: boolean): Promise<unknown[]> {
   });
 }
 
-const held = await Promise.all(runs.map((r) => follow(r.stream, r.live)));
-for (const events of held) for (const event of events) report.write(event);
+// Nothing is printed before the build's output, which comes first.
+let openReport: () => void = () => {};
+const reportOpen = values.prepare ? new Promise<void>((r) => (openReport = r)) : Promise.resolve();
+const reported: Promise<void>[] = [];
+const print = (events: Promise<unknown[]>) =>
+  reported.push(
+    Promise.all([events, reportOpen]).then(([held]) => {
+      for (const event of held) report.write(event);
+    }),
+  );
+
+/**
+ * The machine's CPU time over the last IDLE_WINDOW_MS, from /proc/stat (Linux; elsewhere no samples, and no file starts
+ * beyond `concurrency`): the share that was idle with nothing to run, and the share idle while waiting on the disk.
+ */
+const IDLE_WINDOW_MS = 2_000;
+const samples: Array<{ at: number; idle: number; iowait: number; total: number }> = [];
+const sampleCpu = () => {
+  let fields: number[];
+  try {
+    // "cpu  user nice system idle iowait irq softirq steal guest guest_nice", summed over all cores.
+    fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+  } catch {
+    return;
+  }
+  const at = performance.now();
+  samples.push({ at, idle: fields[3]!, iowait: fields[4]!, total: fields.reduce((a, b) => a + b, 0) });
+  while (samples.length > 2 && samples[1]!.at <= at - IDLE_WINDOW_MS) samples.shift();
+};
+const cpuShares = () => {
+  const first = samples[0];
+  const last = samples.at(-1);
+  const total = (last?.total ?? 0) - (first?.total ?? 0);
+  if (!first || !last || last.at - first.at < IDLE_WINDOW_MS / 2 || total <= 0) return { idle: 0, iowait: 1 };
+  return { idle: (last.idle - first.idle) / total, iowait: (last.iowait - first.iowait) / total };
+};
+
+// The isolated files, `concurrency` at a time, longest first. Many of them wait much of their time (a child's start,
+// an idle or grace deadline, a long-poll), and then the cores idle while every slot is taken; so while at least
+// FILL_IDLE of the CPU time went idle over the last two seconds, and no file started in them, one more file starts, up
+// to EXTRA_FILES over `concurrency`. Only idle CPU starts one: under load (other work on the machine, or files busy
+// with their own CPU) nothing extra starts, so the files never pile up beyond what the cores leave free. Nor while
+// the disk holds things up (more than MAX_IOWAIT of the time idle waiting on it): on a fresh clone the first starts of
+// Chromium and the agent CLIs read their binaries from a cold disk, and a file started then would only slow them.
+const EXTRA_FILES = values.concurrency === undefined ? 2 : 0;
+const FILL_IDLE = 0.35;
+const MAX_IOWAIT = 0.05;
+const queue = [...isolated];
+let running = 0;
+let lastStart = Number.NEGATIVE_INFINITY;
+let ready = !values.prepare;
+let allDone: () => void = () => {};
+const done = new Promise<void>((r) => (allDone = r));
+const startNext = () => {
+  running += 1;
+  lastStart = performance.now();
+  const events = collect(run({ files: [resolve(root, queue.shift()!)], timeout }));
+  print(events);
+  void events
+    .catch(() => {})
+    .finally(() => {
+      running -= 1;
+      pump();
+      if (running === 0 && queue.length === 0) allDone();
+    });
+};
+const pump = () => {
+  if (!ready) return;
+  while (queue.length > 0 && running < concurrency) startNext();
+  if (queue.length > 0 && running < concurrency + EXTRA_FILES && performance.now() - lastStart >= IDLE_WINDOW_MS) {
+    const { idle, iowait } = cpuShares();
+    if (idle >= FILL_IDLE && iowait <= MAX_IOWAIT) startNext();
+  }
+};
+// The ONE_PROCESS files need no dist/: they start at once, beside the build, which keeps one core busy with tsc. Their
+// process takes no slot (about two CPU seconds in all).
+let oneProcess: Promise<unknown[]> = Promise.resolve([]);
+if (shared.length) {
+  const argv = shared.map((f) => resolve(root, f));
+  oneProcess = collect(run({ files: [resolve(root, 'scripts', 'test-one-process.ts')], timeout, argv }));
+  print(oneProcess);
+}
+
+let checks: Promise<boolean> | undefined;
+if (values.prepare) {
+  const build = await chain([['npm', 'run', '-s', 'build', '--', '--noCheck']]);
+  process.stdout.write(build.output);
+  if (!build.ok) {
+    console.error('the build failed; no tests run');
+    process.exit(1);
+  }
+  specOut.pipe(process.stdout);
+  openReport();
+  ready = true;
+  checks = Promise.all([
+    chain([['npm', 'run', '-s', 'typecheck']], { background: true }),
+    chain([['npm', 'run', '-s', 'lint']], { background: true }),
+  ]).then((results) => {
+    const ok = results.every((r) => r.ok);
+    const output = results.map((r) => r.output).join('');
+    process.stdout.write(ok ? output : `\n✖ npm run check FAILED; the tests go on, the run will fail:\n${output}\n`);
+    return ok;
+  });
+} else {
+  specOut.pipe(process.stdout);
+}
+
+let sampler: NodeJS.Timeout | undefined;
+if (queue.length > 0) {
+  sampleCpu();
+  sampler = setInterval(() => {
+    sampleCpu();
+    pump();
+  }, 250);
+  pump();
+} else allDone();
+await Promise.all([done, oneProcess]);
+clearInterval(sampler);
+await Promise.all(reported);
+
 for (const [name, n] of [
   ...Object.entries(totals),
   ['duration_ms', Math.round(performance.now() - started)] as const,

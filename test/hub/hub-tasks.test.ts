@@ -2,9 +2,12 @@
 // gets agent_run / agent_continue as tasks whose ids are baton's own, follows them with tasks/get, cancels with
 // tasks/cancel, and finds them again after a hub restart; a client that does not declare it sees the tools unchanged.
 import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { startHub } from '../support/hub.ts';
 import { connectV2, v2Caller } from '../support/mcp-v2.ts';
+import { until } from '../support/poll.ts';
 import { portForLater } from '../support/ports.ts';
 import { acpScript, scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { TASKS, TasksRequester } from '../support/tasks-client.ts';
@@ -16,7 +19,7 @@ const text = (result: unknown) =>
 
 test('hub Tasks extension: run and continue as tasks, long-poll, cancel, isolation, restart', async (t) => {
   const dir = tempDir(t, 'baton-hub-tasks-');
-  const { work, entry } = scriptedAgentSetup(dir);
+  const { work, entry, record } = scriptedAgentSetup(dir);
   const setup = { dir, roots: [work], agents: { scripted: entry }, port: await portForLater() };
   const first = await startHub(t, setup);
   const alice = await TasksRequester.open(t, first, 'alice');
@@ -68,12 +71,26 @@ test('hub Tasks extension: run and continue as tasks, long-poll, cancel, isolati
   });
 
   await t.test('a working task reports progress; tasks/cancel stops it like agent_cancel', async () => {
-    const created = await run(acpScript([{ tool: { kind: 'execute', title: 'make test' } }, { stall: true }]), 'stall');
+    // tasks/get on a working task answers at the task's next event, or after the hub's 20 s hold: a poll that reaches
+    // the hub after the tool call, with only the stall left, sits out the whole hold. So the agent holds its tool call
+    // at a gate until a poll is out, and the test opens the gate only then.
+    const created = await run(
+      acpScript([{ waitFor: 'tool-gate' }, { tool: { kind: 'execute', title: 'make test' } }, { stall: true }]),
+      'stall',
+    );
     stalledId = created.result!.taskId as string;
-    const working = await alice.until(stalledId, (task) => /^tool /.test(String(task.statusMessage)));
-    assert.equal(working.status, 'working');
+    const gate = join(work, 'tool-gate');
+    await until(() => readFileSync(record, 'utf8').split('\n').filter(Boolean), {
+      what: 'the agent to wait at its gate',
+      ok: (lines) => lines.some((line) => (JSON.parse(line) as { gate?: string }).gate === gate),
+    });
+    const working = alice.until(stalledId, (task) => /^tool /.test(String(task.statusMessage)));
+    // tasks/update answers at once; by its answer the hub has almost always taken the poll sent before it (if not,
+    // that poll answers after the hold, and the test is only slower).
     const updated = await alice.request('tasks/update', { taskId: stalledId, inputResponses: {} });
     assert.equal(updated.result?.resultType, 'complete', JSON.stringify(updated));
+    writeFileSync(gate, '');
+    assert.equal((await working).status, 'working');
     const ack = await alice.request('tasks/cancel', { taskId: stalledId });
     assert.equal(ack.error, undefined, JSON.stringify(ack));
     const ended = await alice.until(stalledId, notWorking);
