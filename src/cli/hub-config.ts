@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import type { HubConfig } from '../faces/hub/config.ts';
 import { locateConfig } from '../faces/hub/locate.ts';
+import { isObject } from '../lib/json-value.ts';
 import { registerSecret } from '../lib/redact.ts';
 
 export const hubConfigModule = () => import('../faces/hub/config.ts');
@@ -54,7 +55,6 @@ function plainAddress(raw: unknown): HubAddress | undefined {
   return { listen: { host, port: port as number }, control: { token } };
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const stringOr = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 const hasOnlyKeys = (o: Record<string, unknown>, keys: string[]): boolean =>
   Object.keys(o).length === keys.length && keys.every((k) => Object.hasOwn(o, k));

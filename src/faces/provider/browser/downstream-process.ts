@@ -2,6 +2,8 @@
 // open requests it was sent, is replaced (with the client's initialize replayed) when it must point at a new local CDP
 // port, and is restarted on the same port when it dies. Frames the client sends while a replacement replays
 // initialize are held in a backlog and flushed once it is ready.
+
+import { isObject } from '../../../lib/json-value.ts';
 import { readJsonLines, readLines } from '../../../lib/jsonl.ts';
 import type { Logger } from '../../../lib/log.ts';
 import { type ChildGroup, spawnGroup } from '../../../lib/process-group.ts';
@@ -11,7 +13,6 @@ import {
   asRpcId,
   type BrowserCall,
   idKey,
-  isObject,
   JSONRPC_INTERNAL_ERROR,
   NEWLINE,
   type PendingRequest,

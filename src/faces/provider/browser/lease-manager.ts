@@ -2,6 +2,8 @@
 // helper, browser calls queued FIFO behind one acquire attempt, every browser result checked against the lease
 // generation it ran under (a replaced browser is reported, never passed off as the lease's), and the lease released
 // when idle or at shutdown. The local chrome-devtools-mcp is pointed at the lease's local CDP port through Downstreams.
+
+import { isObject } from '../../../lib/json-value.ts';
 import type { Logger } from '../../../lib/log.ts';
 import { pickFreeLoopbackPort } from '../../../lib/net.ts';
 import { redact, redactError } from '../../../lib/redact.ts';
@@ -19,7 +21,7 @@ import {
   SHUTDOWN_RELEASE_BOUND_MS,
   STATUS_TIMEOUT_MS,
 } from './lease-helper.ts';
-import { type BrowserCall, isObject, type Lease, type ProxyIo, type RpcMessage } from './rpc.ts';
+import type { BrowserCall, Lease, ProxyIo, RpcMessage } from './rpc.ts';
 
 /** Exit 75 (loopback bind race): retries with a fresh port after the first attempt. */
 const MAX_BIND_RACE_RETRIES = 3;

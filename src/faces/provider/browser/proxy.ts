@@ -3,6 +3,7 @@
 // client's frames; the local chrome-devtools-mcp processes are downstream-process.ts's, the browser lease and the
 // checks of each browser result against it are lease-manager.ts's.
 import type { Readable, Writable } from 'node:stream';
+import { isObject } from '../../../lib/json-value.ts';
 import { readJsonLines, writeJsonLine } from '../../../lib/jsonl.ts';
 import type { Logger } from '../../../lib/log.ts';
 import { pickFreeLoopbackPort } from '../../../lib/net.ts';
@@ -11,16 +12,7 @@ import type { DownstreamCommand } from './downstream.ts';
 import { DOWNSTREAM_STOP_GRACE_MS, Downstreams } from './downstream-process.ts';
 import { SHUTDOWN_RELEASE_BOUND_MS } from './lease-helper.ts';
 import { LeaseManager } from './lease-manager.ts';
-import {
-  asRpcId,
-  idKey,
-  isObject,
-  JSONRPC_INVALID_REQUEST,
-  NEWLINE,
-  type ProxyIo,
-  type RpcId,
-  type RpcMessage,
-} from './rpc.ts';
+import { asRpcId, idKey, JSONRPC_INVALID_REQUEST, NEWLINE, type ProxyIo, type RpcId, type RpcMessage } from './rpc.ts';
 
 /** Client frame bound (rule: bounded-frames). */
 const MAX_CLIENT_FRAME_BYTES = 8 * 1024 * 1024;

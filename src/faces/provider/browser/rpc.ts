@@ -17,10 +17,6 @@ export const JSONRPC_INVALID_REQUEST = -32600;
 
 export const NEWLINE = Buffer.from('\n');
 
-export function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 export function asRpcId(v: unknown): RpcId | undefined {
   return typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v)) ? v : undefined;
 }
