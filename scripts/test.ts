@@ -202,13 +202,12 @@ function collect(stream: Readable): Promise<unknown[]> {
   });
 }
 
-// Nothing is printed before the build's output, which comes first.
-let openReport: () => void = () => {};
-const reportOpen = values.prepare ? new Promise<void>((r) => (openReport = r)) : Promise.resolve();
+// Each run's report, written as one block when it ends. The report reaches stdout only once the build's output is
+// out (below); what is written before then waits in the stream.
 const reported: Promise<void>[] = [];
 const print = (events: Promise<unknown[]>) =>
   reported.push(
-    Promise.all([events, reportOpen]).then(([held]) => {
+    events.then((held) => {
       for (const event of held) report.write(event);
     }),
   );
@@ -252,7 +251,6 @@ const MAX_IOWAIT = 0.05;
 const queue = [...isolated];
 let running = 0;
 let lastStart = Number.NEGATIVE_INFINITY;
-let ready = !values.prepare;
 let allDone: () => void = () => {};
 const done = new Promise<void>((r) => (allDone = r));
 const startNext = () => {
@@ -268,8 +266,8 @@ const startNext = () => {
       if (running === 0 && queue.length === 0) allDone();
     });
 };
+// Called only once the build is done (the sampler below starts after it).
 const pump = () => {
-  if (!ready) return;
   while (queue.length > 0 && running < concurrency) startNext();
   if (queue.length > 0 && running < concurrency + EXTRA_FILES && performance.now() - lastStart >= IDLE_WINDOW_MS) {
     const { idle, iowait } = cpuShares();
@@ -293,9 +291,6 @@ if (values.prepare) {
     console.error('the build failed; no tests run');
     process.exit(1);
   }
-  specOut.pipe(process.stdout);
-  openReport();
-  ready = true;
   checks = Promise.all([
     chain([['npm', 'run', '-s', 'typecheck']], { background: true }),
     chain([['npm', 'run', '-s', 'lint']], { background: true }),
@@ -305,9 +300,8 @@ if (values.prepare) {
     process.stdout.write(ok ? output : `\n✖ npm run check FAILED; the tests go on, the run will fail:\n${output}\n`);
     return ok;
   });
-} else {
-  specOut.pipe(process.stdout);
 }
+specOut.pipe(process.stdout);
 
 let sampler: NodeJS.Timeout | undefined;
 if (queue.length > 0) {
