@@ -600,10 +600,8 @@ export class Store {
   /**
    * A round's result length and preview, or null while it has none: what every task view shows, read without the
    * round's git snapshots (up to 500 dirty paths each, which a view would otherwise parse at every status and wait).
-   */
-  /**
-   * A round's result length and preview (rule: whole-preview): `complete` says the preview is the whole answer, so a
-   * reader of a short answer needs no agent_result.
+   * `complete` says the preview is the whole answer, so a reader of a short answer needs no agent_result (rule:
+   * whole-preview).
    */
   resultSummary(taskId: string, n: number): ResultSummary | null {
     const r = this.stmt(

@@ -99,8 +99,10 @@ export class McpEndpoint {
 
   // ------------------------------------------------------------ 2026-07-28: stateless
 
+  /** The caller's handler, built on its first 2026-07-28 request (handle() takes a built one without awaiting). */
   private async modernFor(caller: string) {
     const { toNodeHandler } = await nodeAdapter();
+    // Looked up again after the await: the caller's first two requests may both have come here.
     let m = this.modern.get(caller);
     if (!m) {
       // The SDK's handler refuses a server instance that already serves an exchange, so this era builds one per request.
