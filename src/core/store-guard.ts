@@ -3,9 +3,9 @@
 // missing, truncated or WAL-less database as an empty store without complaint; these checks, run before it opens,
 // turn that into a refusal that names the damaged file and the way back (`baton store check|backup|restore`).
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { writePrivateFile } from '../lib/private-fs.ts';
+import { PRIVATE_FILE_MODE } from '../lib/private-fs.ts';
 
 export interface StoreMarker {
   /** The schema version (PRAGMA user_version) the store had. */
@@ -68,8 +68,16 @@ export function readMarker(dbPath: string): StoreMarker | null {
   };
 }
 
+/**
+ * Writes the marker atomically (a temp file renamed over it), 0600. Its dir is the store's own, already private, and
+ * one process writes it at a time (the scheduler lease), so the temp name needs only the pid: this runs once per
+ * admitted task, and the general writePrivateFile's dir check, random name and chmod were most of its cost.
+ */
 export function writeMarker(dbPath: string, marker: StoreMarker): void {
-  writePrivateFile(markerPath(dbPath), `${JSON.stringify(marker)}\n`);
+  const path = markerPath(dbPath);
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(marker)}\n`, { mode: PRIVATE_FILE_MODE });
+  renameSync(tmp, path);
 }
 
 function readHead(path: string, bytes: number): Buffer {
@@ -85,16 +93,24 @@ function readHead(path: string, bytes: number): Buffer {
 
 /** sha256 of the header fields fixed at creation: magic, page size, format versions, encoding, application id. */
 export function headerChecksum(dbPath: string): string | null {
-  if (!existsSync(dbPath)) return null;
+  return readHeaderChecksum(dbPath).checksum;
+}
+
+/**
+ * headerChecksum, and whether it is settled: a new WAL-mode database's file has its schema format and text encoding
+ * still 0 until the first checkpoint writes page 1; from then on these fields never change, so a caller may keep it.
+ */
+export function readHeaderChecksum(dbPath: string): { checksum: string | null; settled: boolean } {
+  if (!existsSync(dbPath)) return { checksum: null, settled: false };
   const head = readHead(dbPath, 100);
-  if (head.length < 100) return null;
+  if (head.length < 100) return { checksum: null, settled: false };
   const fixed = Buffer.concat([
     head.subarray(0, 24),
     head.subarray(44, 48),
     head.subarray(56, 60),
     head.subarray(68, 72),
   ]);
-  return createHash('sha256').update(fixed).digest('hex');
+  return { checksum: createHash('sha256').update(fixed).digest('hex'), settled: head.readUInt32BE(56) !== 0 };
 }
 
 /** SQLite's WAL checksum over `data` (a multiple of 8 bytes), in the byte order the WAL magic names. */

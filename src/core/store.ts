@@ -19,7 +19,7 @@ import {
 } from './paging.ts';
 import {
   checkFiles,
-  headerChecksum,
+  readHeaderChecksum,
   readMarker,
   StoreDamagedError,
   type StoreMarker,
@@ -169,6 +169,10 @@ export class Store {
   private marker: StoreMarker | null = null;
   /** A task was inserted in the current transaction: the marker is rewritten once it commits. */
   private markerDirty = false;
+  /** The task inserted last (its id and list order), for the marker: inserted, not yet in a written marker. */
+  private inserted: { id: string; order: number } | undefined;
+  /** The DB header's checksum, kept once settled (see readHeaderChecksum). */
+  private settledHeader: string | undefined;
   /** Runs before a top-level transaction begins (the task log flushes buffered events, to keep them in order). */
   beforeWrite: (() => void) | undefined;
 
@@ -235,13 +239,14 @@ export class Store {
     const last = this.stmt('SELECT id, list_order FROM tasks ORDER BY list_order DESC LIMIT 1').get() as
       | { id: string; list_order: number }
       | undefined;
-    return {
-      schema,
-      tasks: last?.list_order ?? 0,
-      lastTaskId: last?.id ?? null,
-      header: headerChecksum(this.path),
-      clean: false,
-    };
+    return { schema, tasks: last?.list_order ?? 0, lastTaskId: last?.id ?? null, header: this.header(), clean: false };
+  }
+
+  private header(): string | null {
+    if (this.settledHeader) return this.settledHeader;
+    const { checksum, settled } = readHeaderChecksum(this.path);
+    if (settled && checksum) this.settledHeader = checksum;
+    return checksum;
   }
 
   /** Prepared statements by SQL text: preparing per call cost more than running the statement in an event flood. */
@@ -264,12 +269,17 @@ export class Store {
   private afterCommit(): void {
     if (!this.markerDirty || !this.marker) return;
     // The marker is a lower bound written after the commit: a crash (or a full disk) between the two leaves it behind
-    // what is on disk, never ahead. A failed write is retried at the next task.
+    // what is on disk, never ahead. A failed write is retried at the next task. The task inserted last is the one with
+    // the highest list order (insertTask gives each the next), so no query is needed to know what the marker counts.
     try {
-      const next = { ...this.currentMarker(), clean: false };
+      const last = this.inserted;
+      const next = last
+        ? { ...this.marker, tasks: last.order, lastTaskId: last.id, header: this.header(), clean: false }
+        : { ...this.currentMarker(), clean: false };
       writeMarker(this.path, next);
       this.marker = next;
       this.markerDirty = false;
+      this.inserted = undefined;
     } catch {}
   }
 
@@ -305,7 +315,17 @@ export class Store {
   /** The open transaction is a durable one. */
   private durableOpen = false;
 
-  private transaction<T>(fn: () => T, durable: boolean): T {
+  /**
+   * tx() for a write an answer acknowledges: commits `fn` now and returns its result with a promise that resolves once
+   * the commit is on the disk (synced(): a group commit). The marker for a task it inserts is written when that sync
+   * starts, so admissions in the same moment share one marker write as well as one sync.
+   */
+  commitThenSync<T>(fn: () => T): { out: T; synced: Promise<void> } {
+    const out = this.transaction(fn, false, true);
+    return { out, synced: this.syncAll() };
+  }
+
+  private transaction<T>(fn: () => T, durable: boolean, markerWithSync = false): T {
     if (this.db.isTransaction) {
       if (durable && !this.durableOpen) throw new Error('a durable write cannot join a transaction begun without it');
       return fn();
@@ -321,6 +341,9 @@ export class Store {
         this.db.exec('COMMIT');
       } catch (err) {
         if (this.db.isTransaction) this.db.exec('ROLLBACK');
+        // A task inserted by the rolled-back transaction is not there: the marker must not count it. What an earlier
+        // commit inserted and a failed marker write left pending is recounted from the tables.
+        this.inserted = undefined;
         throw err;
       } finally {
         this.durableOpen = false;
@@ -329,37 +352,77 @@ export class Store {
     } catch (err) {
       throw diskFull(err, 'the store could not write');
     }
-    this.afterCommit();
+    if (!markerWithSync) this.afterCommit();
     return out;
   }
 
-  /** The WAL, opened for background syncs (syncSoon) once it exists; a sync in flight, and a close waiting for it. */
+  /** The WAL, opened for syncs in the thread pool once it exists; syncs in flight, and a close waiting for them. */
   private walFd: number | undefined;
   private syncTimer: NodeJS.Timeout | undefined;
-  private syncing = false;
+  private syncsInFlight = 0;
+  /** The sync in flight, and the next one, which every caller that comes while one is in flight shares. */
+  private syncRunning: Promise<void> | undefined;
+  private syncQueued: Promise<void> | undefined;
 
   /**
-   * Syncs the WAL to the disk within SYNC_SOON_MS, in the thread pool rather than on the event loop: for a commit
-   * nobody's answer waits on (a round's end) that should still reach the disk soon, not only at the next synced
-   * commit or checkpoint. Calls within the delay share one sync. A failed sync is left to the next synced commit.
+   * Resolves once every commit made before the call is on the disk (rule: crash-durability): the WAL is synced in the
+   * thread pool, so the event loop goes on serving while the disk works, and callers that commit in the same moment
+   * share one sync (a group commit). A caller that comes while a sync runs waits for the next one, which covers its
+   * commit. Rejects when the sync fails; resolves at once for an in-memory or closed store (close checkpoints).
+   */
+  synced(): Promise<void> {
+    return this.syncAll();
+  }
+
+  private syncAll(): Promise<void> {
+    if (!this.marker || !this.db.isOpen) return Promise.resolve();
+    this.syncQueued ??= (this.syncRunning ?? Promise.resolve()).then(
+      () => this.syncNow(),
+      () => this.syncNow(),
+    );
+    return this.syncQueued;
+  }
+
+  private syncNow(): Promise<void> {
+    this.syncQueued = undefined;
+    // The marker of tasks committed with commitThenSync: one write for the group, after their commits.
+    this.afterCommit();
+    const run = new Promise<void>((resolve, reject) => {
+      if (!this.db.isOpen) return resolve();
+      try {
+        this.walFd ??= openSync(walPath(this.path), 'r');
+      } catch (err) {
+        // No WAL: nothing was committed since the last checkpoint left the database file synced.
+        return (err as NodeJS.ErrnoException).code === 'ENOENT' ? resolve() : reject(err);
+      }
+      this.syncsInFlight++;
+      fdatasync(this.walFd, (err) => {
+        this.syncsInFlight--;
+        // close() came while the sync ran: the descriptor is released only now, so no later open can reuse its number
+        // under a sync still in flight.
+        if (!this.db.isOpen && this.syncsInFlight === 0) this.closeWal();
+        if (err) reject(err);
+        else resolve();
+      });
+    });
+    this.syncRunning = run;
+    const clear = () => {
+      if (this.syncRunning === run) this.syncRunning = undefined;
+    };
+    run.then(clear, clear);
+    return run;
+  }
+
+  /**
+   * Syncs the WAL within SYNC_SOON_MS (as synced() does, in the thread pool): for a commit nobody's answer waits on (a round's
+   * end) that should still reach the disk soon, not only at the next synced commit or checkpoint. Calls within the
+   * delay share one sync. A failed sync is left to the next one.
    */
   syncSoon(): void {
     if (this.syncTimer || !this.marker) return;
     this.syncTimer = setTimeout(() => {
       this.syncTimer = undefined;
-      if (!this.db.isOpen || this.syncing) return;
-      try {
-        this.walFd ??= openSync(walPath(this.path), 'r');
-      } catch {
-        return;
-      }
-      this.syncing = true;
-      fdatasync(this.walFd, () => {
-        this.syncing = false;
-        // close() came while the sync ran: the descriptor is released only now, so no later open can reuse its number
-        // under a sync still in flight.
-        if (!this.db.isOpen) this.closeWal();
-      });
+      this.syncAll().catch(() => {});
     }, SYNC_SOON_MS);
     this.syncTimer.unref();
   }
@@ -390,7 +453,7 @@ export class Store {
     clearTimeout(this.syncTimer);
     this.syncTimer = undefined;
     this.db.close();
-    if (!this.syncing) this.closeWal();
+    if (this.syncsInFlight === 0) this.closeWal();
   }
 
   // ---- tasks
@@ -424,6 +487,7 @@ export class Store {
       order,
     );
     this.markerDirty = true;
+    this.inserted = { id: t.id, order };
     if (!this.db.isTransaction) this.afterCommit();
   }
 
