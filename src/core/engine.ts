@@ -88,6 +88,9 @@ const cancelOrigin = (reader: Reader): CancelOrigin => (reader === OPERATOR ? 'o
 
 export type EngineErrorCode = 'not_found' | 'invalid' | 'conflict' | 'forbidden';
 
+/** What agent_run and agent_continue answer: the task, and the cursor of its last event (pass it to agent_wait). */
+export type AdmittedView = TaskView & { nextCursor: number };
+
 export class EngineError extends Error {
   readonly code: EngineErrorCode;
   constructor(code: EngineErrorCode, message: string) {
@@ -211,7 +214,7 @@ export class Engine {
 
   // ---------------------------------------------------------------- admission
 
-  run(caller: string, input: RunInput): TaskView {
+  async run(caller: string, input: RunInput): Promise<AdmittedView> {
     const agent = this.pickAgent(caller, input.agent);
     const cwd = this.authorisedCwd(input.cwd);
     const isolation = input.isolation ?? 'none';
@@ -227,9 +230,9 @@ export class Engine {
       timeoutSeconds: input.timeoutSeconds,
     });
     const replay = this.replay(caller, input.idempotencyKey, hash);
-    if (replay) return this.view(replay);
+    if (replay) return this.admitted(replay.id, this.store.synced());
     const id = `t-${randomBytes(9).toString('base64url')}`;
-    this.store.durableTx(() => {
+    const { synced } = this.store.commitThenSync(() => {
       this.store.insertTask({
         id,
         caller,
@@ -246,13 +249,13 @@ export class Engine {
       this.store.appendEvent(id, queuedEvent(n, input.timeoutSeconds));
     });
     this.schedule(id, 1, hardMs);
-    return this.view(this.mustGet(id));
+    return this.admitted(id, synced);
   }
 
-  continue(
+  async continue(
     caller: string,
     input: { taskId: string; prompt: string; idempotencyKey: string; timeoutSeconds?: number },
-  ): TaskView {
+  ): Promise<AdmittedView> {
     const task = this.owned(caller, input.taskId);
     const hardMs = this.callerHardMs(input.timeoutSeconds);
     const hash = payloadHash({
@@ -262,7 +265,7 @@ export class Engine {
       timeoutSeconds: input.timeoutSeconds,
     });
     const replay = this.replay(caller, input.idempotencyKey, hash);
-    if (replay) return this.view(replay);
+    if (replay) return this.admitted(replay.id, this.store.synced());
     if (!isTerminal(task.state) || this.active.has(task.id)) {
       throw new EngineError(
         'conflict',
@@ -275,7 +278,7 @@ export class Engine {
     // A root removed since the task began no longer authorises new rounds in it.
     this.authorisedCwd(task.cwd);
     let n = 0;
-    this.store.durableTx(() => {
+    const { synced } = this.store.commitThenSync(() => {
       assertTransition(task.state, 'queued');
       n = this.store.insertRound(task.id, input.prompt);
       this.store.setTaskState(task.id, 'queued', now());
@@ -284,7 +287,20 @@ export class Engine {
     });
     this.waiters.wake(task.id);
     this.schedule(task.id, n, hardMs);
-    return this.view(this.mustGet(task.id));
+    return this.admitted(task.id, synced);
+  }
+
+  /**
+   * The answer to an admission (rule: crash-durability): once the store has synced the commit (a group commit in the
+   * thread pool, shared by admissions in the same moment), the task as it is then, with the cursor of its last event.
+   * The round was scheduled at the commit, so a task nothing holds back is usually running by now; a caller that
+   * passes nextCursor to agent_wait is answered at the next news, not with the queued and running events it has
+   * already seen in this view.
+   */
+  private async admitted(taskId: string, synced: Promise<void>): Promise<AdmittedView> {
+    await synced;
+    const task = this.mustGet(taskId);
+    return { ...this.view(task), nextCursor: task.lastSeq };
   }
 
   cancel(caller: Reader, taskId: string): TaskView {
@@ -812,7 +828,7 @@ export class Engine {
     if (!cwd.startsWith('/')) throw new EngineError('invalid', `cwd must be an absolute path, got "${cwd}"`);
     let real: string;
     try {
-      real = realpathSync(cwd);
+      real = realpathSync.native(cwd);
     } catch {
       throw new EngineError('invalid', `cwd ${cwd} does not exist`);
     }
@@ -821,6 +837,17 @@ export class Engine {
     const own = this.privateDirs.find((dir) => isWithin(dir, real));
     if (own)
       throw new EngineError('forbidden', `cwd ${cwd} is inside baton's own files (${own}); choose a project dir`);
+    // Roots are resolved one by one until one holds the cwd: an admission costs a realpath per root it looks at, not
+    // one per configured root.
+    const configured = typeof this.opts.roots === 'function' ? this.opts.roots() : this.opts.roots;
+    const holds = (root: string) => {
+      try {
+        return isWithin(realpathSync.native(root), real);
+      } catch {
+        return false;
+      }
+    };
+    if (configured.some(holds)) return real;
     const roots = this.currentRoots();
     if (!roots.length) {
       throw new EngineError(
@@ -828,10 +855,7 @@ export class Engine {
         'no project roots are authorised yet: run `baton init` in a project (or `baton roots add DIR`); the running hub picks the change up without a restart',
       );
     }
-    if (!roots.some((root) => isWithin(root, real))) {
-      throw new EngineError('forbidden', `cwd ${cwd} is outside the authorised roots (${roots.join(', ')})`);
-    }
-    return real;
+    throw new EngineError('forbidden', `cwd ${cwd} is outside the authorised roots (${roots.join(', ')})`);
   }
 
   private replay(caller: string, key: string, hash: string): TaskRow | undefined {

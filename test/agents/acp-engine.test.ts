@@ -54,7 +54,7 @@ test('engine + ACP agent: run, continue in a fresh process, cancel acknowledged,
       { chunks: [' First', ' result'] },
     ],
   });
-  const run = engine.run(CALLER, { prompt: first, cwd: work, agent: 'scripted', idempotencyKey: 'k1' });
+  const run = await engine.run(CALLER, { prompt: first, cwd: work, agent: 'scripted', idempotencyKey: 'k1' });
   const done = await settle(engine, CALLER, run.taskId);
   assert.equal(done.state, 'succeeded', String(done.error));
   const result = engine.result(CALLER, run.taskId);
@@ -66,7 +66,7 @@ test('engine + ACP agent: run, continue in a fresh process, cancel acknowledged,
   assert.ok(!JSON.stringify(status.events).includes('secret'), 'no arguments, outputs or paths stored');
 
   // Continue: a new agent process loads the saved session and sees the earlier prompt.
-  engine.continue(CALLER, {
+  await engine.continue(CALLER, {
     taskId: run.taskId,
     prompt: JSON.stringify({ steps: [{ history: true }] }),
     idempotencyKey: 'k2',
@@ -79,7 +79,7 @@ test('engine + ACP agent: run, continue in a fresh process, cancel acknowledged,
   assert.equal(records().filter((r) => r.event === 'session/load').length, 1);
 
   // Cancel acknowledged by the agent.
-  engine.continue(CALLER, {
+  await engine.continue(CALLER, {
     taskId: run.taskId,
     prompt: JSON.stringify({ steps: [{ stall: true }] }),
     idempotencyKey: 'k3',
@@ -92,7 +92,7 @@ test('engine + ACP agent: run, continue in a fresh process, cancel acknowledged,
   assert.equal(rounds.at(-1)?.abandoned, false);
 
   // Cancel ignored: abandoned after the grace, and the agent's whole group (with a grandchild) is stopped.
-  const stubborn = engine.run(CALLER, {
+  const stubborn = await engine.run(CALLER, {
     prompt: JSON.stringify({ steps: [{ spawnChild: true }, { ignoreCancel: true }] }),
     cwd: work,
     agent: 'stubborn',

@@ -40,7 +40,7 @@ test('engine + codex agent: run, continue in a fresh process, cancel', async (t)
   t.after(() => rmSync(root, { recursive: true, force: true }));
 
   mock.push(commentaryThenReply('Reading the task', 'First result'));
-  const run = engine.run(CALLER, { prompt: 'first task', cwd: work, idempotencyKey: 'k1' });
+  const run = await engine.run(CALLER, { prompt: 'first task', cwd: work, idempotencyKey: 'k1' });
   const done = await settle(engine, CALLER, run.taskId);
   assert.equal(done.state, 'succeeded', String(done.error));
   const result = engine.result(CALLER, run.taskId);
@@ -51,7 +51,7 @@ test('engine + codex agent: run, continue in a fresh process, cancel', async (t)
 
   mock.push(reply('Second result'));
   const before = mock.turns.length;
-  engine.continue(CALLER, { taskId: run.taskId, prompt: 'follow-up', idempotencyKey: 'k2' });
+  await engine.continue(CALLER, { taskId: run.taskId, prompt: 'follow-up', idempotencyKey: 'k2' });
   const second = await settle(engine, CALLER, run.taskId);
   assert.equal(second.state, 'succeeded', String(second.error));
   assert.equal(second.sessionId, status.sessionId);
@@ -65,7 +65,7 @@ test('engine + codex agent: run, continue in a fresh process, cancel', async (t)
   t.after(() => gate.open());
   mock.push(stalledReply(gate));
   const stalledAt = mock.turns.length;
-  engine.continue(CALLER, { taskId: run.taskId, prompt: 'stall now', idempotencyKey: 'k3' });
+  await engine.continue(CALLER, { taskId: run.taskId, prompt: 'stall now', idempotencyKey: 'k3' });
   await mock.waitForTurn(stalledAt);
   engine.cancel(CALLER, run.taskId);
   const cancelled = await settle(engine, CALLER, run.taskId);

@@ -20,8 +20,8 @@ function setup(t: Parameters<typeof tempDir>[0]) {
   mkdirSync(stateDir);
   const { engine } = engineFor(t, { agents: { fake: new FakeAgent() }, roots: [root], stateDir, cancelGraceMs: 300 });
   let keys = 0;
-  const run = (caller: string, prompt: string) =>
-    engine.run(caller, { prompt, cwd: root, idempotencyKey: `k${keys++}` }).taskId;
+  const run = async (caller: string, prompt: string) =>
+    (await engine.run(caller, { prompt, cwd: root, idempotencyKey: `k${keys++}` })).taskId;
   return { engine, run };
 }
 
@@ -37,15 +37,15 @@ async function running(engine: Engine, taskId: string): Promise<void> {
 
 test('an operator cancel is recorded as the operator’s, before and during a round; a caller’s as the caller’s', async (t) => {
   const { engine, run } = setup(t);
-  const held = run('alice', 'hold');
+  const held = await run('alice', 'hold');
   await running(engine, held);
-  const queued = run('alice', 'reply never');
+  const queued = await run('alice', 'reply never');
   engine.cancel(OPERATOR, queued);
   assert.equal((await settle(engine, 'alice', queued)).error, 'cancelled by the operator before it started');
   engine.cancel(OPERATOR, held);
   assert.equal((await settle(engine, 'alice', held)).error, 'cancelled by the operator');
 
-  const own = run('alice', 'hold');
+  const own = await run('alice', 'hold');
   await running(engine, own);
   engine.cancel('alice', own);
   assert.equal((await settle(engine, 'alice', own)).error, 'cancelled by the caller');
@@ -55,7 +55,7 @@ test('overview: every caller newest first, with the first prompt’s start, page
   const { engine, run } = setup(t);
   const long = `reply ${'x'.repeat(500)}`;
   const callers = ['alice', 'bob', 'alice'];
-  const ids = [run('alice', 'reply one'), run('bob', 'reply <b>two</b>'), run('alice', long)];
+  const ids = [await run('alice', 'reply one'), await run('bob', 'reply <b>two</b>'), await run('alice', long)];
   for (const [i, id] of ids.entries()) await settle(engine, callers[i]!, id);
 
   const all = engine.overview('', undefined, 10);
@@ -95,7 +95,7 @@ test('overview: every caller newest first, with the first prompt’s start, page
   );
   assert.deepEqual(engine.overview('no such text', undefined, 10).tasks, []);
 
-  engine.continue('alice', { taskId: ids[0]!, prompt: 'reply again', idempotencyKey: 'again' });
+  await engine.continue('alice', { taskId: ids[0]!, prompt: 'reply again', idempotencyKey: 'again' });
   await settle(engine, 'alice', ids[0]!);
   assert.deepEqual(engine.prompts(ids[0]!, 5), [
     { n: 1, text: 'reply', chars: 9 },

@@ -55,8 +55,7 @@ async function reaches(engine: Engine, taskId: string, state: string): Promise<v
 
 test('a task runs to succeeded with lifecycle events, sanitised events and a paged result', async (t) => {
   const { engine, run } = setup(t);
-  const task = run('events');
-  assert.equal(task.state, 'queued');
+  const task = await run('events');
   const done = await settled(engine, task.taskId);
   assert.equal(done.state, 'succeeded');
   const status = engine.status('alice', task.taskId, 0, 500);
@@ -78,17 +77,17 @@ test('a task runs to succeeded with lifecycle events, sanitised events and a pag
 
 test('idempotency: the same key and payload return the same task, a different payload is refused, nothing runs twice', async (t) => {
   const { engine, root, agent } = setup(t);
-  const a = engine.run('alice', { prompt: 'reply one', cwd: root, idempotencyKey: 'same' });
-  const b = engine.run('alice', { prompt: 'reply one', cwd: root, idempotencyKey: 'same' });
+  const a = await engine.run('alice', { prompt: 'reply one', cwd: root, idempotencyKey: 'same' });
+  const b = await engine.run('alice', { prompt: 'reply one', cwd: root, idempotencyKey: 'same' });
   assert.equal(a.taskId, b.taskId);
-  assert.throws(
+  await assert.rejects(
     () => engine.run('alice', { prompt: 'reply two', cwd: root, idempotencyKey: 'same' }),
     (err: EngineError) => err.code === 'conflict' && /different request/.test(err.message),
   );
   await settled(engine, a.taskId);
   assert.equal(agent.opened.length, 1);
-  const c = engine.continue('alice', { taskId: a.taskId, prompt: 'reply again', idempotencyKey: 'c1' });
-  const d = engine.continue('alice', { taskId: a.taskId, prompt: 'reply again', idempotencyKey: 'c1' });
+  const c = await engine.continue('alice', { taskId: a.taskId, prompt: 'reply again', idempotencyKey: 'c1' });
+  const d = await engine.continue('alice', { taskId: a.taskId, prompt: 'reply again', idempotencyKey: 'c1' });
   assert.equal(c.round, 2);
   assert.equal(d.round, 2);
   await settled(engine, a.taskId);
@@ -97,16 +96,16 @@ test('idempotency: the same key and payload return the same task, a different pa
 
 test('continue resumes the saved session and is refused while a round runs', async (t) => {
   const { engine, run, agent } = setup(t);
-  const task = run('gate first');
+  const task = await run('gate first');
   await reaches(engine, task.taskId, 'running');
-  assert.throws(
+  await assert.rejects(
     () => engine.continue('alice', { taskId: task.taskId, prompt: 'reply x', idempotencyKey: 'c' }),
     (err: EngineError) => err.code === 'conflict',
   );
   agent.gate('first').open();
   const first = await settled(engine, task.taskId);
   assert.equal(first.state, 'succeeded');
-  engine.continue('alice', { taskId: task.taskId, prompt: 'reply second answer', idempotencyKey: 'c2' });
+  await engine.continue('alice', { taskId: task.taskId, prompt: 'reply second answer', idempotencyKey: 'c2' });
   const second = await settled(engine, task.taskId);
   assert.equal(second.state, 'succeeded');
   assert.equal(agent.opened[1]!.resume, first.sessionId);
@@ -116,9 +115,9 @@ test('continue resumes the saved session and is refused while a round runs', asy
 
 test('cancel: acknowledged, unacknowledged (abandoned, group stopped), and queued work that never starts', async (t) => {
   const { engine, run, root } = setup(t, { cancelGraceMs: 300 });
-  const held = run('hold');
+  const held = await run('hold');
   await reaches(engine, held.taskId, 'running');
-  const queuedBehind = run('reply never', root);
+  const queuedBehind = await run('reply never', root);
   engine.cancel('alice', queuedBehind.taskId);
   const qb = await settled(engine, queuedBehind.taskId);
   assert.equal(qb.state, 'cancelled');
@@ -129,7 +128,7 @@ test('cancel: acknowledged, unacknowledged (abandoned, group stopped), and queue
   assert.equal(h.state, 'cancelled');
   assert.equal(engine.status('alice', held.taskId).rounds[0]!.abandoned, false);
 
-  const stubborn = run('ignore-cancel');
+  const stubborn = await run('ignore-cancel');
   await reaches(engine, stubborn.taskId, 'session');
   engine.cancel('alice', stubborn.taskId);
   const s = await settled(engine, stubborn.taskId);
@@ -139,7 +138,7 @@ test('cancel: acknowledged, unacknowledged (abandoned, group stopped), and queue
 
 test('the workspace lock is held until the task process group has exited', async (t) => {
   const { engine, run } = setup(t, { cancelGraceMs: 500 });
-  const a = run('spawn');
+  const a = await run('spawn');
   await reaches(engine, a.taskId, 'running');
   const budget = new WaitBudget('the task to report its process group');
   let after = 0;
@@ -150,7 +149,7 @@ test('the workspace lock is held until the task process group has exited', async
     const ev = w.events.find((e) => e.kind === 'status' && String(e.text).startsWith('spawned'));
     if (ev) pgid = Number(String(ev.text).split(' ')[1]);
   }
-  const b = run('reply next');
+  const b = await run('reply next');
   engine.cancel('alice', a.taskId);
   await settled(engine, b.taskId);
   // b could only start after a's group was gone.
@@ -168,11 +167,11 @@ test('locks: same dir and same git work tree serialise in order; sibling dirs an
   git(root, 'commit', '-qm', 'init');
   mkdirSync(join(root, 'sub'));
   // Same repository, different subdirectories: one work tree, so they serialise.
-  const a = run('gate a', root);
-  const b = run('gate b', join(root, 'sub'));
+  const a = await run('gate a', root);
+  const b = await run('gate b', join(root, 'sub'));
   await reaches(engine, a.taskId, 'running');
   // A worktree-isolated task in the same repository runs alongside.
-  const w = run('gate w', root, { isolation: 'worktree' });
+  const w = await run('gate w', root, { isolation: 'worktree' });
   await reaches(engine, w.taskId, 'running');
   assert.equal(engine.status('alice', b.taskId).state, 'queued');
   const wStatus = engine.status('alice', w.taskId);
@@ -195,8 +194,8 @@ test('locks: same dir and same git work tree serialise in order; sibling dirs an
   const { engine: e2, agent: ag2, root: r2 } = setup(t);
   mkdirSync(join(r2, 'x'));
   mkdirSync(join(r2, 'y'));
-  const x = e2.run('alice', { prompt: 'gate x', cwd: join(r2, 'x'), idempotencyKey: 'x' });
-  const y = e2.run('alice', { prompt: 'gate y', cwd: join(r2, 'y'), idempotencyKey: 'y' });
+  const x = await e2.run('alice', { prompt: 'gate x', cwd: join(r2, 'x'), idempotencyKey: 'x' });
+  const y = await e2.run('alice', { prompt: 'gate y', cwd: join(r2, 'y'), idempotencyKey: 'y' });
   await reaches(e2, x.taskId, 'running');
   await reaches(e2, y.taskId, 'running');
   // Both hold their gates at once: neither waited for the other.
@@ -208,36 +207,39 @@ test('locks: same dir and same git work tree serialise in order; sibling dirs an
   await settled(e2, y.taskId);
 });
 
-test('cwd must resolve inside a root: outside, symlink escape, .. escape and missing dirs are refused, nothing is stored', (t) => {
+test('cwd must resolve inside a root: outside, symlink escape, .. escape and missing dirs are refused, nothing is stored', async (t) => {
   const { engine, root, base, store } = setup(t);
   const outside = join(base, 'outside');
   mkdirSync(outside);
   symlinkSync(outside, join(root, 'link'));
   const bad = [outside, join(root, 'link'), join(root, '..', 'outside'), join(root, 'missing'), 'relative/path'];
   for (const cwd of bad) {
-    assert.throws(() => engine.run('alice', { prompt: 'reply x', cwd, idempotencyKey: cwd }), EngineError, cwd);
+    await assert.rejects(() => engine.run('alice', { prompt: 'reply x', cwd, idempotencyKey: cwd }), EngineError, cwd);
   }
   assert.equal(store.listTasks('alice', 0, 10).tasks.length, 0);
 });
 
 test('another caller cannot see, continue or cancel a task', async (t) => {
   const { engine, run } = setup(t);
-  const task = run('reply mine');
+  const task = await run('reply mine');
   await settled(engine, task.taskId);
   for (const op of [
     () => engine.status('mallory', task.taskId),
     () => engine.result('mallory', task.taskId),
     () => engine.cancel('mallory', task.taskId),
-    () => engine.continue('mallory', { taskId: task.taskId, prompt: 'x', idempotencyKey: 'm' }),
   ]) {
     assert.throws(op, (err: EngineError) => err.code === 'not_found');
   }
+  await assert.rejects(
+    () => engine.continue('mallory', { taskId: task.taskId, prompt: 'x', idempotencyKey: 'm' }),
+    (err: EngineError) => err.code === 'not_found',
+  );
   assert.equal(engine.list('mallory', undefined).tasks.length, 0);
 });
 
 test('wait returns at once when events exist, and times out with none', async (t) => {
   const { engine, run, agent } = setup(t);
-  const task = run('gate w');
+  const task = await run('gate w');
   await reaches(engine, task.taskId, 'session');
   const status = engine.status('alice', task.taskId);
   const idle = await engine.wait('alice', task.taskId, status.nextCursor, 50);
@@ -256,7 +258,7 @@ const NEVER_ALONE_MS = 10 * 60_000;
 test('a wait after running answers the session record, the answer and the end together, not the session alone (rule: event-cursor)', async (t) => {
   const { engine, run, agent } = setup(t, { newsLingerMs: NEVER_ALONE_MS });
   agent.opening = new Gate();
-  const task = run('reply together');
+  const task = await run('reply together');
   await reaches(engine, task.taskId, 'running');
   const cursor = engine.status('alice', task.taskId).nextCursor;
   const pending = engine.wait('alice', task.taskId, cursor, 25_000);
@@ -276,8 +278,8 @@ test('fan-in waits the same way: a task whose session is recorded and which ends
   mkdirSync(join(root, 'a'));
   mkdirSync(join(root, 'b'));
   agent.opening = new Gate();
-  const a = run('reply fan', join(root, 'a'));
-  const b = run('gate fan-b', join(root, 'b'));
+  const a = await run('reply fan', join(root, 'a'));
+  const b = await run('gate fan-b', join(root, 'b'));
   await reaches(engine, a.taskId, 'running');
   await reaches(engine, b.taskId, 'running');
   const items = [a, b].map((x) => ({ taskId: x.taskId, after: engine.status('alice', x.taskId).nextCursor }));
@@ -296,7 +298,7 @@ test('fan-in waits the same way: a task whose session is recorded and which ends
 
 test('a lone non-lifecycle event still answers a waiting wait within its bound (rule: event-cursor)', async (t) => {
   const { engine, run, agent } = setup(t);
-  const task = run('status-gate lone');
+  const task = await run('status-gate lone');
   await reaches(engine, task.taskId, 'session');
   const cursor = engine.status('alice', task.taskId).nextCursor;
   const pending = engine.wait('alice', task.taskId, cursor, 25_000);
@@ -315,7 +317,7 @@ test('a lone non-lifecycle event still answers a waiting wait within its bound (
 test('event pages are bounded by 8,192 code points of text; a status page gives message events as their length (rule: event-pages)', async (t) => {
   assert.equal(EVENT_PAGE_TEXT_CODE_POINTS, 8_192, 'the budget is one full message event');
   const { engine, store, run } = setup(t);
-  const task = run('plain');
+  const task = await run('plain');
   const done = await settled(engine, task.taskId);
   const start = engine.status('alice', task.taskId, 0, 500).nextCursor;
   // Written the way the task log writes them: full message events of astral text (code points, not UTF-16 units),
@@ -379,12 +381,12 @@ test('event pages are bounded by 8,192 code points of text; a status page gives 
 
 test('a result over 10 MiB fails the task atomically; an idle deadline fails a silent agent', async (t) => {
   const { engine, run } = setup(t, { idleTimeoutMs: 300, cancelGraceMs: 200 });
-  const big = run('big');
+  const big = await run('big');
   const b = await settled(engine, big.taskId);
   assert.equal(b.state, 'failed');
   assert.match(String(b.error), /exceeded 10485760 bytes/);
   assert.equal(b.result, null);
-  const silent = run('silent');
+  const silent = await run('silent');
   const s = await settled(engine, silent.taskId);
   assert.equal(s.state, 'failed');
   assert.match(String(s.error), /idle deadline/);
@@ -392,7 +394,7 @@ test('a result over 10 MiB fails the task atomically; an idle deadline fails a s
 
 test('list pages with a cursor, only the caller’s own tasks', async (t) => {
   const { engine, run } = setup(t);
-  const ids = [run('reply 1'), run('reply 2'), run('reply 3')].map((x) => x.taskId);
+  const ids = [(await run('reply 1')).taskId, (await run('reply 2')).taskId, (await run('reply 3')).taskId];
   const p1 = engine.list('alice', undefined, 2);
   assert.deepEqual(
     p1.tasks.map((x) => x.taskId),
@@ -409,7 +411,7 @@ test('list pages with a cursor, only the caller’s own tasks', async (t) => {
 
 test('recovery stops a leftover worker group and marks unfinished work interrupted; continue starts again', async (t) => {
   const { engine, run, store, agent } = setup(t);
-  const task = run('gate never');
+  const task = await run('gate never');
   await reaches(engine, task.taskId, 'running');
   // Simulate a crash: a worker group recorded by the "previous daemon" is still alive.
   const orphan = spawnGroup('sleep', ['300'], { stdio: 'ignore' });
@@ -449,12 +451,12 @@ test("roots change while the engine runs; baton's own dirs are never a cwd, even
     privateDirs: [configDir],
   });
   const run = (cwd: string, key: string) => engine.run('alice', { prompt: 'reply hi', cwd, idempotencyKey: key });
-  assert.throws(() => run(project, 'k1'), /no project roots are authorised yet: run `baton init`/);
+  await assert.rejects(() => run(project, 'k1'), /no project roots are authorised yet: run `baton init`/);
   roots = [project];
-  const task = run(project, 'k2');
+  const task = await run(project, 'k2');
   assert.equal((await settle(engine, 'alice', task.taskId)).state, 'succeeded');
   // A layout a hub would refuse at load (state under the root) still never lets a cwd into the state dir.
-  assert.throws(
+  await assert.rejects(
     () => run(stateDir, 'k3'),
     (err: EngineError) => {
       assert.equal(err.code, 'forbidden');
@@ -463,57 +465,66 @@ test("roots change while the engine runs; baton's own dirs are never a cwd, even
     },
   );
   symlinkSync(configDir, join(project, 'cfg-link'));
-  assert.throws(() => run(join(project, 'cfg-link'), 'k4'), /inside baton's own files/);
+  await assert.rejects(() => run(join(project, 'cfg-link'), 'k4'), /inside baton's own files/);
   // Removing the root stops new rounds there, continue included.
   roots = [];
-  assert.throws(
+  await assert.rejects(
     () => engine.continue('alice', { taskId: task.taskId, prompt: 'more', idempotencyKey: 'k5' }),
     /no project roots/,
   );
 });
 
-test('durability: admission, continue and cancel are synced commits; round ends are synced soon after; progress is not (rule: crash-durability)', async (t) => {
+test('durability: admission and continue answer after a synced commit; cancel is a synced commit; round ends are synced soon after; progress is not (rule: crash-durability)', async (t) => {
   const { engine, store, run } = setup(t);
+  // Each sync, named by the acknowledged events it covers: a synced commit (durableTx) by the events it writes; a commit
+  // whose answer waits for its sync (commitThenSync) by the queued events committed since the sync before. Progress
+  // events never ask for one.
   const synced: string[] = [];
+  let seen = 0;
+  const eventsSince = () => {
+    const rows = store.db.prepare('SELECT data FROM events ORDER BY rowid LIMIT -1 OFFSET ?').all(seen) as {
+      data: string;
+    }[];
+    seen += rows.length;
+    return rows.map((r) => JSON.parse(r.data) as { state?: string; kind: string }).map((e) => e.state ?? e.kind);
+  };
   const durableTx = store.durableTx.bind(store);
-  const eventCount = () => (store.db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n;
-  // Names each synced commit by the events it writes (each writes one lifecycle or cancel_requested event).
   store.durableTx = <T>(fn: () => T): T =>
     durableTx(() => {
-      const before = eventCount();
+      eventsSince();
       const out = fn();
-      const rows = store.db.prepare('SELECT data FROM events ORDER BY rowid LIMIT -1 OFFSET ?').all(before) as {
-        data: string;
-      }[];
-      synced.push(
-        rows
-          .map((r) => {
-            const e = JSON.parse(r.data) as { state?: string; kind: string };
-            return e.state ?? e.kind;
-          })
-          .join(),
-      );
+      synced.push(eventsSince().join());
       return out;
     });
+  const commitThenSync = store.commitThenSync.bind(store);
+  store.commitThenSync = <T>(fn: () => T) => {
+    const committed = commitThenSync(fn);
+    synced.push(
+      eventsSince()
+        .filter((k) => k === 'queued')
+        .join(),
+    );
+    return committed;
+  };
   let soon = 0;
   const syncSoon = store.syncSoon.bind(store);
   store.syncSoon = () => {
     soon++;
     syncSoon();
   };
-  const task = run('events');
+  const task = await run('events');
   await settled(engine, task.taskId);
-  engine.continue('alice', { taskId: task.taskId, prompt: 'reply again', idempotencyKey: 'c1' });
+  await engine.continue('alice', { taskId: task.taskId, prompt: 'reply again', idempotencyKey: 'c1' });
   await settled(engine, task.taskId);
-  const held = run('hold');
+  const held = await run('hold');
   await reaches(engine, held.taskId, 'session');
   engine.cancel('alice', held.taskId);
   await settled(engine, held.taskId);
   // A round's end is synced in the background (syncSoon), except a cancel of queued work, which its answer acknowledges.
   assert.deepEqual(synced, ['queued', 'queued', 'queued', 'cancel_requested']);
   assert.equal(soon, 3);
-  const queued = run('gate never');
-  const behind = run('reply later');
+  const queued = await run('gate never');
+  const behind = await run('reply later');
   engine.cancel('alice', behind.taskId);
   assert.deepEqual(synced.slice(4), ['queued', 'queued', 'cancelled']);
   engine.cancel('alice', queued.taskId);
@@ -521,6 +532,51 @@ test('durability: admission, continue and cancel are synced commits; round ends 
   // Everything else (running, session, the agent's events) was committed without a sync, and is all there.
   const kinds = engine.status('alice', task.taskId, 0, 500).events.map((e) => e.kind);
   for (const k of ['session', 'status', 'commentary', 'usage']) assert.ok(kinds.includes(k), k);
+});
+
+test('an admission is answered only once its sync is done, with the task as it is then and the cursor of its last event (rules: crash-durability, event-cursor)', async (t) => {
+  const { engine, store, run, agent } = setup(t);
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const commitThenSync = store.commitThenSync.bind(store);
+  store.commitThenSync = <T>(fn: () => T) => {
+    const committed = commitThenSync(fn);
+    return { out: committed.out, synced: gate.then(() => committed.synced) };
+  };
+  let answered = false;
+  const answer = run('gate a').then((v) => {
+    answered = true;
+    return v;
+  });
+  // The task is committed and its round scheduled before the sync is asked for.
+  const [row] = store.listTasks('alice', null, 10).tasks;
+  assert.ok(row);
+  await reaches(engine, row.id, 'running');
+  assert.equal(answered, false, 'no answer before the sync is done');
+  release();
+  const view = await answer;
+  assert.equal(view.taskId, row.id);
+  assert.equal(view.state, 'running');
+  const events = engine.status('alice', row.id, 0, 500).events;
+  assert.deepEqual(
+    events.slice(0, 2).map((e) => e.state ?? e.kind),
+    ['queued', 'running'],
+  );
+  assert.equal(view.nextCursor, events.at(-1)!.seq);
+  // A wait from that cursor answers with what came after it, not the queued and running events the answer showed.
+  agent.gate('a').open();
+  const budget = new WaitBudget(`task ${row.id} to end`);
+  const seen: string[] = [];
+  for (let after = view.nextCursor; ; ) {
+    const page = await engine.wait('alice', row.id, after, budget.left(20_000));
+    seen.push(...page.events.map((e) => String(e.state ?? e.kind)));
+    after = page.nextCursor;
+    if (page.state === 'succeeded' && !page.hasMore) break;
+  }
+  assert.ok(!seen.includes('queued') && !seen.includes('running'), seen.join());
+  assert.equal(seen.at(-1), 'succeeded');
 });
 
 test('a round queued behind another in the same dir takes its after-snapshot as its before-snapshot; a later one looks again', async (t) => {
@@ -547,8 +603,8 @@ test('a round queued behind another in the same dir takes its after-snapshot as 
           .filter((l) => / status /.test(l))
       : [];
 
-  const a = run('gate a');
-  const b = run('gate b');
+  const a = await run('gate a');
+  const b = await run('gate b');
   await reaches(engine, a.taskId, 'running');
   writeFileSync(join(root, 'by-a.txt'), 'a');
   agent.gate('a').open();
@@ -566,7 +622,7 @@ test('a round queued behind another in the same dir takes its after-snapshot as 
   // its own snapshot and sees the edit made meanwhile.
   await new Promise((r) => setImmediate(r));
   writeFileSync(join(root, 'meanwhile.txt'), 'm');
-  const c = run('reply c');
+  const c = await run('reply c');
   await settled(engine, c.taskId);
   const cRound = engine.status('alice', c.taskId).rounds[0]!;
   assert.ok(JSON.stringify(cRound.gitBefore).includes('meanwhile.txt'));

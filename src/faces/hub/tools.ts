@@ -70,8 +70,7 @@ export function hubTools(engine: Engine, caller: string): ToolDef[] {
   return [
     defineTool({
       name: 'agent_run',
-      description:
-        'Delegate a task to another agent. Returns at once with a taskId; follow it with agent_wait/agent_status. A short answer comes whole in their `result` (`complete: true`); read a longer one with agent_result.',
+      description: `Delegate a task to another agent. Returns at once with a taskId (the task usually already running) and nextCursor; follow it with agent_wait, passing nextCursor as \`after\` so the wait answers with what comes next. A short answer comes whole in the wait's \`result\` (\`complete: true\`); read a longer one with agent_result.`,
       input: z
         .object({
           agent: z
@@ -145,7 +144,8 @@ export function hubTools(engine: Engine, caller: string): ToolDef[] {
     }),
     defineTool({
       name: 'agent_continue',
-      description: 'Start another round in the same agent session. Refused while a round is running.',
+      description:
+        'Start another round in the same agent session. Refused while a round is running. Like agent_run, answers with nextCursor to pass to agent_wait as `after`.',
       input: z.object({ taskId, prompt, idempotencyKey, timeoutSeconds }).strict(),
       annotations: { destructiveHint: false, idempotentHint: true, openWorldHint: true },
       handler: (args) => guarded(() => engine.continue(caller, args), 'agent_continue'),

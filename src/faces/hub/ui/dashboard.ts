@@ -226,7 +226,7 @@ export class Dashboard {
     return form;
   }
 
-  private action(res: ServerResponse, path: string, session: Session & { key: string }, form: URLSearchParams) {
+  private async action(res: ServerResponse, path: string, session: Session & { key: string }, form: URLSearchParams) {
     if (path === '/ui/logout') {
       this.sessions.delete(session.key);
       res.writeHead(303, {
@@ -262,7 +262,7 @@ export class Dashboard {
         // The round is the task's caller's, as if it had continued it; the form's one-time key makes a resent form a
         // replay instead of a second round.
         const { caller } = this.opts.engine.status(OPERATOR, id, 0, 1);
-        this.opts.engine.continue(String(caller), { taskId: id, prompt, idempotencyKey: `ui-${key}` });
+        await this.opts.engine.continue(String(caller), { taskId: id, prompt, idempotencyKey: `ui-${key}` });
         this.opts.logger.info('dashboard continue', { taskId: id });
       }
     } catch (err) {
