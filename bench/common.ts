@@ -122,13 +122,14 @@ export async function delegate(
   cwd: string,
   agent?: string,
 ): Promise<{ taskId: string; text: string }> {
-  const run = await call<{ taskId: string }>(client, 'agent_run', {
+  const run = await call<{ taskId: string; nextCursor: number }>(client, 'agent_run', {
     prompt,
     cwd,
     idempotencyKey: `bench-${process.pid}-${++keys}`,
     ...(agent ? { agent } : {}),
   });
-  const end = await followToEnd(client, run.taskId);
+  // As the tool description asks: the first wait starts after what the run's answer already showed.
+  const end = await followToEnd(client, run.taskId, run.nextCursor);
   if (end.state !== 'succeeded') throw new Error(`task ${run.taskId} ended ${end.state}`);
   const whole = end.last.result as { preview: string; complete: boolean } | null;
   if (whole?.complete) return { taskId: run.taskId, text: whole.preview };

@@ -210,13 +210,14 @@ export async function call<T = Record<string, unknown>>(
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'interrupted']);
 
-/** Follows a task with agent_wait until it is terminal; returns the final wait answer and every event seen. */
+/** Follows a task with agent_wait (from cursor `from`) until it is terminal; returns the final wait answer and the events seen. */
 export async function followToEnd(
   client: Client,
   taskId: string,
+  from = 0,
 ): Promise<{ state: string; events: Array<Record<string, unknown>>; last: Record<string, unknown> }> {
   const budget = new WaitBudget(`task ${taskId} to end`);
-  let after = 0;
+  let after = from;
   const events: Array<Record<string, unknown>> = [];
   for (;;) {
     const w = await call<{
