@@ -51,9 +51,12 @@ type Peek = {
 const peek = async (c: Connected) => (await c.call('codex-peek', {})).structuredContent as Peek;
 
 // The idle deadline counts from the call's start, through its app-server's start, until the turn stalls at the model
-// (over a second at a load of 14 on two cores; in one full run on a loaded machine the 5 s this used to be ran out
-// before the model was reached): 8 s leaves room for that, so the deadline finds the call stalled.
-const IDLE_S = 8;
+// (over a second at a load of 14 on two cores; in two full runs on a loaded machine first the 5 s and then the 8 s this
+// used to be ran out before the model was reached, and the stalled reply left queued broke the tests after it): 15 s
+// leaves room for that, so the deadline finds the call stalled.
+const IDLE_S = 15;
+/** The second test's commands: each silence well inside IDLE_S, together longer than it. */
+const COMMAND_S = 6;
 
 test('idle deadline: -32001 for that call only, progress never refreshes it, the connection stays up', async () => {
   const conn = await connect(['--codex_idle_timeout', String(IDLE_S), '--codex_progress_heartbeat', '0.2']);
@@ -104,8 +107,9 @@ test('idle deadline: -32001 for that call only, progress never refreshes it, the
 
 test('correlated activity refreshes the idle deadline: a turn longer than it, never silent for long, succeeds', async () => {
   const conn = open[0]!;
-  // Three commands of 3 s: longer than the idle deadline in all, each silence well within it.
-  mock.push(shellCall('sleep 3'), shellCall('sleep 3'), shellCall('sleep 3'), reply('busy but alive'));
+  // Three commands of COMMAND_S: longer than the idle deadline in all, each silence well within it.
+  const command = () => shellCall(`sleep ${COMMAND_S}`);
+  mock.push(command(), command(), command(), reply('busy but alive'));
   const res = await conn.call('codex', { prompt: 'work', sandbox: 'read-only', cwd: layout.workspace });
   assert.equal(textOf(res), 'busy but alive');
 });
