@@ -60,6 +60,14 @@ const COMMAND_S = 6;
 
 test('idle deadline: -32001 for that call only, progress never refreshes it, the connection stays up', async () => {
   const conn = await connect(['--codex_idle_timeout', String(IDLE_S), '--codex_progress_heartbeat', '0.2']);
+  // One whole call first: the provider's code for a call is loaded and Codex's binary is read from the disk before the
+  // timed call, whose own app-server then starts from a warm cache (at the start of a full run the first Codex call
+  // competes with every other agent's first start).
+  mock.push(reply('warm'));
+  assert.equal(
+    textOf(await conn.call('codex', { prompt: 'warm up', sandbox: 'read-only', cwd: layout.workspace })),
+    'warm',
+  );
   const progress: Array<{ message: string }> = [];
   const { gate, reached } = stall();
   const started = Date.now();
