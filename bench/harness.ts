@@ -1,6 +1,6 @@
 // The one small harness every measure in `npm run bench` uses: flags, interleaved sampling, summary statistics, goal
 // checks and the printed / JSON report. Measures return a Section; run.ts prints them.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 export interface BenchOptions {
   /** Interleaved runs per side (after one warm-up each). */
@@ -180,6 +180,28 @@ export function cpuMs(pid: number): number {
   // Fields after the parenthesised command name; utime and stime are fields 14 and 15 (1-based).
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const ticks = Number(fields[11]) + Number(fields[12]);
+  return (ticks * 1000) / CLOCK_TICKS;
+}
+
+/**
+ * CPU ms of the live children of `parentPid` named `comm`, with what they reaped (cutime, cstime): for the hub's
+ * snapshot runner shells and the gits they run, which the daemon's own figure leaves out.
+ */
+export function childrenCpuMs(parentPid: number, comm: string): number {
+  let ticks = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (name !== comm || Number(fields[1]) !== parentPid) continue;
+    ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+  }
   return (ticks * 1000) / CLOCK_TICKS;
 }
 

@@ -22,6 +22,7 @@ import {
   atMost,
   type BenchOptions,
   type Cleanup,
+  childrenCpuMs,
   cpuMs,
   info,
   interleave,
@@ -39,6 +40,7 @@ export async function throughput(opts: BenchOptions, dir: string, cleanup: Clean
   const { hub, client } = await scriptedHub(cleanup, dir, repos);
   const hubPid = hub.group.child.pid!;
   const hubCpu: number[] = [];
+  const runnerCpu: number[] = [];
   const directCpu: number[] = [];
   const ownCpu = () => {
     const u = process.cpuUsage();
@@ -67,11 +69,17 @@ export async function throughput(opts: BenchOptions, dir: string, cleanup: Clean
     `goal rows: ${IN_FLIGHT} git repos, one task in each, all in flight at once on both sides.`,
     'same-repo rows (information): the hub runs one task at a time in one work tree (rule: workspace-locks), so its baseline is the direct client one at a time; "old figure" is the hub in one repo vs the direct client running all 16 at once in that repo, which is not the same work.',
     'CPU (on the goal rows): /proc/<hub pid>/stat utime+stime of the daemon process alone (its agents excluded) vs process.cpuUsage() of this bench process while it drives the same agents; 10 ms clock ticks.',
+    "snapshot runners row (information): the git snapshots the direct client does not take, run by the hub's long-lived `sh` runners (rule: snapshot-runners): their CPU and that of the gits they reaped, outside the daemon's own figure.",
   ];
   const s = await interleave(
     opts.runs,
     {
-      hub: () => batch(viaHub, repos, { of: () => cpuMs(hubPid), samples: hubCpu }),
+      hub: async () => {
+        const runners0 = childrenCpuMs(hubPid, 'sh');
+        const rate = await batch(viaHub, repos, { of: () => cpuMs(hubPid), samples: hubCpu });
+        runnerCpu.push((childrenCpuMs(hubPid, 'sh') - runners0) / repos.length);
+        return rate;
+      },
       direct: () => batch(direct, repos, { of: ownCpu, samples: directCpu }),
       hubSame: () => batch(viaHub, sameRepo),
       directSameSerial: () => batch(direct, sameRepo, undefined, true),
@@ -94,6 +102,7 @@ export async function throughput(opts: BenchOptions, dir: string, cleanup: Clean
       series('direct, 1 repo, 16 at once', 'tasks/s', s.directSameConcurrent!),
       series('hub daemon CPU per task', 'ms', hubCpuRuns),
       series('direct client CPU per task', 'ms', directCpuRuns),
+      series('hub snapshot runners (sh + git) CPU per task', 'ms', runnerCpu.slice(1)),
     ],
     checks: [
       atLeast('hub / direct throughput, 16 repos (median)', ratioOfMedians(s.hub!, s.direct!), 0.8),
