@@ -322,7 +322,7 @@ export class Store {
    */
   commitThenSync<T>(fn: () => T): { out: T; synced: Promise<void> } {
     const out = this.transaction(fn, false, true);
-    return { out, synced: this.syncAll() };
+    return { out, synced: this.synced() };
   }
 
   private transaction<T>(fn: () => T, durable: boolean, markerWithSync = false): T {
@@ -371,10 +371,6 @@ export class Store {
    * commit. Rejects when the sync fails; resolves at once for an in-memory or closed store (close checkpoints).
    */
   synced(): Promise<void> {
-    return this.syncAll();
-  }
-
-  private syncAll(): Promise<void> {
     if (!this.marker || !this.db.isOpen) return Promise.resolve();
     this.syncQueued ??= (this.syncRunning ?? Promise.resolve()).then(
       () => this.syncNow(),
@@ -414,15 +410,15 @@ export class Store {
   }
 
   /**
-   * Syncs the WAL within SYNC_SOON_MS (as synced() does, in the thread pool): for a commit nobody's answer waits on (a round's
-   * end) that should still reach the disk soon, not only at the next synced commit or checkpoint. Calls within the
-   * delay share one sync. A failed sync is left to the next one.
+   * synced() within SYNC_SOON_MS, for a commit nobody's answer waits on (a round's end) that should still reach the
+   * disk soon, not only at the next synced commit or checkpoint. Calls within the delay share one sync. A failed sync
+   * is left to the next one.
    */
   syncSoon(): void {
     if (this.syncTimer || !this.marker) return;
     this.syncTimer = setTimeout(() => {
       this.syncTimer = undefined;
-      this.syncAll().catch(() => {});
+      this.synced().catch(() => {});
     }, SYNC_SOON_MS);
     this.syncTimer.unref();
   }
