@@ -8,6 +8,9 @@ import { pidAlive, until } from '../support/poll.ts';
 import { tempDir } from '../support/tmp.ts';
 import { type Box, childrenOf, makeBox, processesMentioning, startBaton, startPageServer, text } from './support.ts';
 
+// chrome-devtools-mcp gives a navigation 10 s by default; at the start of a full run Chromium shares two cores with
+// every other agent's first start and once took longer. The tests are not about navigation speed.
+const NAVIGATION_MS = 60_000;
 const byCommand = (box: Box, cmd: string) => box.calls().filter((c) => c[0] === cmd);
 const generationOf = (box: Box) =>
   (JSON.parse(readFileSync(join(box.dir, 'state.json'), 'utf8')) as { generation: string }).generation;
@@ -56,7 +59,7 @@ test('browser provider over a leased real Chromium', async (t) => {
       for (const pid of childrenOf(baton.transport.pid!)) downstreams.add(pid);
       assert.ok(downstreams.size >= 1, 'chrome-devtools-mcp runs as a child of baton');
 
-      const nav = await baton.call('navigate_page', { type: 'url', url: page.url });
+      const nav = await baton.call('navigate_page', { type: 'url', url: page.url, timeout: NAVIGATION_MS });
       assert.ok(!nav.isError, text(nav));
       const snapshot = text(await baton.call('take_snapshot'));
       const uid = /uid=(\S+) button "Press me"/.exec(snapshot)?.[1];
@@ -84,7 +87,7 @@ test('browser provider over a leased real Chromium', async (t) => {
       // navigation); the downstream restarts on a new port with the client's initialize replayed.
       const rootsBefore = baton.rootsRequests();
       const [again, seen] = await Promise.all([
-        baton.call('navigate_page', { type: 'url', url: page.url }),
+        baton.call('navigate_page', { type: 'url', url: page.url, timeout: NAVIGATION_MS }),
         baton.call('take_snapshot'),
       ]);
       assert.ok(!again.isError, text(again));
@@ -229,7 +232,7 @@ test('browser provider over a leased real Chromium', async (t) => {
       assert.deepEqual(release.slice(3), ['--generation', generation, '--reason', 'idle']);
       await until(() => processesMentioning(box.dir).length === 0, { what: 'the idle lease Chromium is gone' });
 
-      const opened = await baton.call('new_page', { url: page.url });
+      const opened = await baton.call('new_page', { url: page.url, timeout: NAVIGATION_MS });
       assert.ok(!opened.isError, text(opened));
       assert.match(text(opened), /baton test page/);
       assert.equal(byCommand(box, 'acquire').length, 2, 'the next call leased afresh');
