@@ -1,12 +1,14 @@
 // The store's size-independent reads (issue 13): result length and preview kept with the result, result pages read
 // by code point offset, commentary appended in chunks and trimmed from the front, the operator list on an index.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import fs, { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { pageText } from '../../src/core/paging.ts';
 import { Store } from '../../src/core/store.ts';
+import { readMarker } from '../../src/core/store-guard.ts';
 import { taskView } from '../../src/core/views.ts';
 import { until } from '../support/poll.ts';
 
@@ -173,6 +175,94 @@ test('syncSoon syncs the WAL from a descriptor of its own, which close() release
   const reopened = new Store(path);
   assert.equal(reopened.getTask('t1')?.id, 't1');
   reopened.close();
+});
+
+test('admissions committed together share one WAL sync and one marker write; a commit during a sync waits for the next (rule: crash-durability)', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-store-group-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'baton.db');
+  // Counts the WAL syncs the store asks the thread pool for (store.ts imports fdatasync from node:fs).
+  const realSync = fs.fdatasync;
+  let syncs = 0;
+  let holdNext: Promise<void> | undefined;
+  fs.fdatasync = ((fd: number, cb: (err: NodeJS.ErrnoException | null) => void) => {
+    syncs++;
+    const hold = holdNext;
+    holdNext = undefined;
+    void (hold ?? Promise.resolve()).then(() => realSync(fd, cb));
+  }) as typeof fs.fdatasync;
+  syncBuiltinESMExports();
+  t.after(() => {
+    fs.fdatasync = realSync;
+    syncBuiltinESMExports();
+  });
+  const store = new Store(path);
+  t.after(() => store.close());
+  const now = new Date().toISOString();
+  const admit = (id: string) =>
+    store.commitThenSync(() =>
+      store.insertTask({ id, caller: 'c', agent: 'a', cwd: '/', workdir: '/', isolation: 'none', now }),
+    );
+  const a = admit('t-a');
+  const b = admit('t-b');
+  // Committed at once, marked only when their sync starts.
+  assert.equal(store.getTask('t-b')?.id, 't-b');
+  assert.equal(readMarker(path)?.tasks, 0);
+  await Promise.all([a.synced, b.synced]);
+  assert.equal(syncs, 1, 'one sync for both');
+  assert.deepEqual([readMarker(path)?.tasks, readMarker(path)?.lastTaskId], [2, 't-b']);
+
+  // A commit made while a sync runs is not covered by it: its answer waits for the next sync.
+  let release!: () => void;
+  holdNext = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const c = admit('t-c');
+  await until(() => syncs === 2, { what: 'the sync of t-c to start' });
+  const d = admit('t-d');
+  let dSynced = false;
+  void d.synced.then(() => {
+    dSynced = true;
+  });
+  release();
+  await c.synced;
+  assert.equal(dSynced, false, 't-d came while the sync of t-c ran');
+  await d.synced;
+  assert.equal(syncs, 3);
+  assert.deepEqual([readMarker(path)?.tasks, readMarker(path)?.lastTaskId], [4, 't-d']);
+});
+
+test('the marker never counts a task whose transaction rolled back', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-store-rollback-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'baton.db');
+  const store = new Store(path);
+  t.after(() => store.close());
+  const now = new Date().toISOString();
+  const task = (id: string) => ({
+    id,
+    caller: 'c',
+    agent: 'a',
+    cwd: '/',
+    workdir: '/',
+    isolation: 'none' as const,
+    now,
+  });
+  store.tx(() => store.insertTask(task('t-1')));
+  assert.throws(
+    () =>
+      store.tx(() => {
+        store.insertTask(task('t-gone'));
+        throw new Error('refused after the insert');
+      }),
+    /refused after the insert/,
+  );
+  assert.equal(store.getTask('t-gone'), undefined);
+  // The next commit inserts nothing, yet rewrites the marker (the failed insert left it to do): still t-1.
+  store.tx(() => store.setTaskState('t-1', 'running', now));
+  assert.deepEqual([readMarker(path)?.tasks, readMarker(path)?.lastTaskId], [1, 't-1']);
+  store.tx(() => store.insertTask(task('t-2')));
+  assert.deepEqual([readMarker(path)?.tasks, readMarker(path)?.lastTaskId], [2, 't-2']);
 });
 
 test('event pages: message text is kept apart from the event JSON and a page without it never reads it; old rows migrate', (t) => {
