@@ -56,6 +56,22 @@ test('hub + scripted ACP agent: run, events, paged result, continue, cancel, lis
   assert.equal(p2.done, true);
   assert.equal(p1.text + p2.text, `permission:deniedstart:${long}`, 'the agent saw its permission denied');
 
+  // agent_run answers with nextCursor (rule: event-cursor): a wait from it starts after the events its view reflects.
+  // (Bob's task, so alice's list below stays hers alone.)
+  const bob = await connectCaller(t, hub, 'bob');
+  const short = await call<{ taskId: string; nextCursor: number }>(bob, 'agent_run', {
+    agent: 'scripted',
+    prompt: acpScript([{ chunks: ['short answer'] }]),
+    cwd: work,
+    idempotencyKey: 'acp-short',
+  });
+  assert.ok(Number.isInteger(short.nextCursor) && short.nextCursor >= 1, JSON.stringify(short));
+  const rest = await followToEnd(bob, short.taskId, short.nextCursor);
+  assert.equal(rest.state, 'succeeded');
+  assert.ok(rest.events.length > 0 && rest.events.every((e) => (e.seq as number) > short.nextCursor));
+  assert.ok(!rest.events.some((e) => e.kind === 'lifecycle' && e.state === 'queued'));
+  assert.deepEqual(rest.last.result, { chars: 12, preview: 'short answer', complete: true });
+
   await call(alice, 'agent_continue', {
     taskId: run.taskId,
     prompt: acpScript([{ history: true }]),
