@@ -1,11 +1,15 @@
 // What SQLite's `synchronous` level costs the hub (issue 13, docs/durability.md): the store writes of one short task,
 // in the order the engine makes them (admission; running; worker group; session; before-snapshot; a batch of events
-// with commentary; the round's end with its result; worker removed), timed per task under three policies:
+// with commentary; the round's end with its result; worker removed), timed per task on this thread under four
+// policies:
 //
-//   full     every commit synced to the disk (synchronous = FULL, what the store did before)
+//   full     every commit synced to the disk (synchronous = FULL, what the store did first)
 //   normal   no commit synced (synchronous = NORMAL in WAL: commits reach the OS only; checkpoints still sync)
-//   baton    NORMAL, the admission synced (durableTx) and the round's end synced in the background (syncSoon, in the
-//            thread pool, not on this thread): what the store does now
+//   acked    NORMAL, the admission synced on this thread (durableTx) and the round's end synced in the background
+//            (syncSoon, in the thread pool): what the store did until the seventh round of issue 13
+//   group    NORMAL, the admission committed and its sync asked of the thread pool (commitThenSync; admissions of the
+//            same moment share one), the round's end as in acked: what the store does now. Its answers wait for
+//            those syncs; this thread does not.
 //
 // The three run interleaved on one state dir each, in the system temp dir (the disk a hub's state usually lives on
 // is the one that matters: pass --dir to measure another). Prints min / median / p90 ms per task and syncs per task.
@@ -25,14 +29,17 @@ const TASKS = Number(arg('--tasks', '40'));
 const ROUNDS = Number(arg('--rounds', '5'));
 const root = mkdtempSync(join(arg('--dir', tmpdir()), 'baton-sync-modes-'));
 
-type Policy = 'full' | 'normal' | 'baton';
+type Policy = 'full' | 'normal' | 'acked' | 'group';
 /** What a commit is: an acknowledged write, a round's end, or progress. */
 type Commit = 'ack' | 'end' | 'progress';
 const SYNCED_BY_POLICY: Record<Policy, (c: Commit) => boolean> = {
   full: () => true,
   normal: () => false,
-  baton: (c) => c === 'ack',
+  acked: (c) => c === 'ack',
+  group: () => false,
 };
+/** The syncs group's admissions asked for, awaited after each round's timed tasks. */
+const pendingSyncs: Promise<void>[] = [];
 
 let ids = 0;
 function oneTask(store: Store, policy: Policy): number {
@@ -41,8 +48,9 @@ function oneTask(store: Store, policy: Policy): number {
     if (SYNCED_BY_POLICY[policy](c)) {
       syncs++;
       store.durableTx(fn);
-    } else store.tx(fn);
-    if (policy === 'baton' && c === 'end') store.syncSoon();
+    } else if (policy === 'group' && c === 'ack') pendingSyncs.push(store.commitThenSync(fn).synced);
+    else store.tx(fn);
+    if ((policy === 'acked' || policy === 'group') && c === 'end') store.syncSoon();
   };
   const id = `t-bench-${++ids}`;
   const at = new Date().toISOString();
@@ -79,12 +87,13 @@ function oneTask(store: Store, policy: Policy): number {
   return syncs;
 }
 
-const policies: Policy[] = ['full', 'normal', 'baton'];
+const policies: Policy[] = ['full', 'normal', 'acked', 'group'];
 const stores = Object.fromEntries(policies.map((p) => [p, new Store(join(root, `${p}.db`))])) as Record<Policy, Store>;
-const perTask: Record<Policy, number[]> = { full: [], normal: [], baton: [] };
-const syncsPerTask: Record<Policy, number> = { full: 0, normal: 0, baton: 0 };
+const perTask: Record<Policy, number[]> = { full: [], normal: [], acked: [], group: [] };
+const syncsPerTask: Record<Policy, number> = { full: 0, normal: 0, acked: 0, group: 0 };
 try {
   for (const p of policies) oneTask(stores[p], p); // warm-up
+  await Promise.all(pendingSyncs.splice(0));
   for (let r = 0; r < ROUNDS; r++) {
     for (const p of r % 2 ? [...policies].reverse() : policies) {
       for (let t = 0; t < TASKS; t++) {
@@ -92,6 +101,7 @@ try {
         syncsPerTask[p] = oneTask(stores[p], p);
         perTask[p].push(performance.now() - t0);
       }
+      await Promise.all(pendingSyncs.splice(0));
     }
   }
 } finally {
