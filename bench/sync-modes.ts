@@ -48,7 +48,7 @@ function oneTask(store: Store, policy: Policy): number {
     if (SYNCED_BY_POLICY[policy](c)) {
       syncs++;
       store.durableTx(fn);
-    } else if (policy === 'group' && c === 'ack') pendingSyncs.push(store.commitThenSync(fn).synced);
+    } else if (policy === 'group' && c === 'ack') pendingSyncs.push(store.commitThenSync(fn));
     else store.tx(fn);
     if ((policy === 'acked' || policy === 'group') && c === 'end') store.syncSoon();
   };

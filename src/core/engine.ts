@@ -193,16 +193,9 @@ export class Engine {
     this.snapshots = new SnapshotRunners({ parentDir: opts.stateDir });
   }
 
-  /** The current roots as real paths; a root that vanished since it was authorised authorises nothing. */
-  private currentRoots(): string[] {
-    const roots = typeof this.opts.roots === 'function' ? this.opts.roots() : this.opts.roots;
-    const real: string[] = [];
-    for (const r of roots) {
-      try {
-        real.push(realpathSync(r));
-      } catch {}
-    }
-    return real;
+  /** The configured roots, as they are now (the hub's config can change while it runs). */
+  private configuredRoots(): readonly string[] {
+    return typeof this.opts.roots === 'function' ? this.opts.roots() : this.opts.roots;
   }
 
   // ---------------------------------------------------------------- recovery (rule: crash-durability)
@@ -232,7 +225,7 @@ export class Engine {
     const replay = this.replay(caller, input.idempotencyKey, hash);
     if (replay) return this.admitted(replay.id, this.store.synced());
     const id = `t-${randomBytes(9).toString('base64url')}`;
-    const { synced } = this.store.commitThenSync(() => {
+    const synced = this.store.commitThenSync(() => {
       this.store.insertTask({
         id,
         caller,
@@ -278,7 +271,7 @@ export class Engine {
     // A root removed since the task began no longer authorises new rounds in it.
     this.authorisedCwd(task.cwd);
     let n = 0;
-    const { synced } = this.store.commitThenSync(() => {
+    const synced = this.store.commitThenSync(() => {
       assertTransition(task.state, 'queued');
       n = this.store.insertRound(task.id, input.prompt);
       this.store.setTaskState(task.id, 'queued', now());
@@ -838,17 +831,13 @@ export class Engine {
     if (own)
       throw new EngineError('forbidden', `cwd ${cwd} is inside baton's own files (${own}); choose a project dir`);
     // Roots are resolved one by one until one holds the cwd: an admission costs a realpath per root it looks at, not
-    // one per configured root.
-    const configured = typeof this.opts.roots === 'function' ? this.opts.roots() : this.opts.roots;
-    const holds = (root: string) => {
-      try {
-        return isWithin(realpathSync.native(root), real);
-      } catch {
-        return false;
-      }
-    };
-    if (configured.some(holds)) return real;
-    const roots = this.currentRoots();
+    // one per configured root. A root that vanished since it was authorised authorises nothing.
+    const configured = this.configuredRoots();
+    for (const root of configured) {
+      const realRootDir = realRoot(root);
+      if (realRootDir !== undefined && isWithin(realRootDir, real)) return real;
+    }
+    const roots = configured.flatMap((root) => realRoot(root) ?? []);
     if (!roots.length) {
       throw new EngineError(
         'forbidden',
@@ -909,6 +898,15 @@ function queuedEvent(n: number, timeoutSeconds: number | undefined) {
 
 function payloadHash(payload: Record<string, unknown>): string {
   return createHash('sha256').update(JSON.stringify(payload)).digest('hex');
+}
+
+/** A root as a real path, or undefined when it no longer exists. */
+function realRoot(root: string): string | undefined {
+  try {
+    return realpathSync.native(root);
+  } catch {
+    return undefined;
+  }
 }
 
 async function lockScope(dir: string): Promise<LockScope> {

@@ -316,13 +316,13 @@ export class Store {
   private durableOpen = false;
 
   /**
-   * tx() for a write an answer acknowledges: commits `fn` now and returns its result with a promise that resolves once
-   * the commit is on the disk (synced(): a group commit). The marker for a task it inserts is written when that sync
-   * starts, so admissions in the same moment share one marker write as well as one sync.
+   * tx() for a write an answer acknowledges: commits `fn` now and returns a promise that resolves once the commit is on
+   * the disk (synced(): a group commit). The marker for a task it inserts is written when that sync starts, so
+   * admissions in the same moment share one marker write as well as one sync.
    */
-  commitThenSync<T>(fn: () => T): { out: T; synced: Promise<void> } {
-    const out = this.transaction(fn, false, true);
-    return { out, synced: this.synced() };
+  commitThenSync(fn: () => void): Promise<void> {
+    this.transaction(fn, false, true);
+    return this.synced();
   }
 
   private transaction<T>(fn: () => T, durable: boolean, markerWithSync = false): T {

@@ -497,7 +497,7 @@ test('durability: admission and continue answer after a synced commit; cancel is
       return out;
     });
   const commitThenSync = store.commitThenSync.bind(store);
-  store.commitThenSync = <T>(fn: () => T) => {
+  store.commitThenSync = (fn) => {
     const committed = commitThenSync(fn);
     synced.push(
       eventsSince()
@@ -541,9 +541,9 @@ test('an admission is answered only once its sync is done, with the task as it i
     release = resolve;
   });
   const commitThenSync = store.commitThenSync.bind(store);
-  store.commitThenSync = <T>(fn: () => T) => {
+  store.commitThenSync = (fn) => {
     const committed = commitThenSync(fn);
-    return { out: committed.out, synced: gate.then(() => committed.synced) };
+    return gate.then(() => committed);
   };
   let answered = false;
   const answer = run('gate a').then((v) => {

@@ -208,7 +208,7 @@ test('admissions committed together share one WAL sync and one marker write; a c
   // Committed at once, marked only when their sync starts.
   assert.equal(store.getTask('t-b')?.id, 't-b');
   assert.equal(readMarker(path)?.tasks, 0);
-  await Promise.all([a.synced, b.synced]);
+  await Promise.all([a, b]);
   assert.equal(syncs, 1, 'one sync for both');
   assert.deepEqual([readMarker(path)?.tasks, readMarker(path)?.lastTaskId], [2, 't-b']);
 
@@ -221,13 +221,13 @@ test('admissions committed together share one WAL sync and one marker write; a c
   await until(() => syncs === 2, { what: 'the sync of t-c to start' });
   const d = admit('t-d');
   let dSynced = false;
-  void d.synced.then(() => {
+  void d.then(() => {
     dSynced = true;
   });
   release();
-  await c.synced;
+  await c;
   assert.equal(dSynced, false, 't-d came while the sync of t-c ran');
-  await d.synced;
+  await d;
   assert.equal(syncs, 3);
   assert.deepEqual([readMarker(path)?.tasks, readMarker(path)?.lastTaskId], [4, 't-d']);
 });
