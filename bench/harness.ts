@@ -176,11 +176,15 @@ export function rssMiB(pid: number): number {
 
 /** User + system CPU time of one process (not its children) in ms, from /proc/<pid>/stat. */
 export function cpuMs(pid: number): number {
+  const { fields } = procStat(String(pid));
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+
+/** /proc/<pid>/stat: the command name, and the fields after it (utime and stime are fields[11] and [12]). */
+function procStat(pid: string): { comm: string; fields: string[] } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the parenthesised command name; utime and stime are fields 14 and 15 (1-based).
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return (ticks * 1000) / CLOCK_TICKS;
+  const close = stat.lastIndexOf(')');
+  return { comm: stat.slice(stat.indexOf('(') + 1, close), fields: stat.slice(close + 2).split(' ') };
 }
 
 /**
@@ -191,16 +195,15 @@ export function childrenCpuMs(parentPid: number, comm: string): number {
   let ticks = 0;
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
+    let stat: { comm: string; fields: string[] };
     try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      stat = procStat(entry);
     } catch {
       continue;
     }
-    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (name !== comm || Number(fields[1]) !== parentPid) continue;
-    ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    const f = stat.fields;
+    if (stat.comm !== comm || Number(f[1]) !== parentPid) continue;
+    ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
   }
   return (ticks * 1000) / CLOCK_TICKS;
 }
