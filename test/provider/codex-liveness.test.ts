@@ -11,7 +11,7 @@ import { ResponsesMock, reply, shellCall, stalledReply } from '../mock-models/re
 import { Gate } from '../mock-models/server.ts';
 import { bins, REPO_ROOT } from '../support/bins.ts';
 import { until } from '../support/poll.ts';
-import { type Connected, connectProvider, type Layout, makeLayout, textOf } from './codex/harness.ts';
+import { type Connected, connectProvider, type Layout, makeLayout, mockProviderFlag, textOf } from './codex/harness.ts';
 
 const SHIM = join(REPO_ROOT, 'test/provider/codex/ignore-interrupt-shim.mjs');
 let mock: ResponsesMock;
@@ -36,7 +36,8 @@ after(async () => {
 });
 
 async function connect(args: string[], env: Record<string, string> = {}, bin = bins.codex()): Promise<Connected> {
-  const c = await connectProvider(bin, layout, mock, args, env);
+  const provider = ['--codex-model-provider', mockProviderFlag(mock, CODEX_STREAM_IDLE_MS)];
+  const c = await connectProvider(bin, layout, mock, [...provider, ...args], env);
   open.push(c);
   return c;
 }
@@ -62,6 +63,11 @@ const peek = async (c: Connected) => (await c.call('codex-peek', {})).structured
 const IDLE_S = 20;
 /** The second test's commands: each silence well inside IDLE_S, together longer than it. */
 const COMMAND_S = 8;
+/**
+ * Codex's own stream idle timeout for these connections, far past IDLE_S: with the harness's 20 s it raced baton's
+ * deadline at the stalled model and sometimes ended the turn first, as an error result rather than -32001.
+ */
+const CODEX_STREAM_IDLE_MS = 3 * IDLE_S * 1000;
 
 test('idle deadline: -32001 for that call only, progress never refreshes it, the connection stays up', async () => {
   const conn = await connect(['--codex_idle_timeout', String(IDLE_S), '--codex_progress_heartbeat', '0.2']);

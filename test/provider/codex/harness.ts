@@ -41,7 +41,12 @@ export function makeLayout(prefix = 'baton-codex-provider-'): Layout {
   return layout;
 }
 
-export function mockProviderFlag(mock: ResponsesMock): string {
+/**
+ * The mock provider table as the provider's `--codex-model-provider` flag. Codex's own stream idle timeout ends a turn
+ * whose model goes silent (as an error result, not a protocol error), so a test timing baton's idle deadline against a
+ * stalled model passes a longer one; a later flag replaces an earlier one.
+ */
+export function mockProviderFlag(mock: ResponsesMock, streamIdleTimeoutMs = 20_000): string {
   return JSON.stringify({
     id: 'mock',
     name: 'Mock Responses',
@@ -49,7 +54,7 @@ export function mockProviderFlag(mock: ResponsesMock): string {
     requiresOpenaiAuth: false,
     requestMaxRetries: 0,
     streamMaxRetries: 0,
-    streamIdleTimeoutMs: 20_000,
+    streamIdleTimeoutMs,
   });
 }
 
