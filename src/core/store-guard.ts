@@ -3,7 +3,17 @@
 // missing, truncated or WAL-less database as an empty store without complaint; these checks, run before it opens,
 // turn that into a refusal that names the damaged file and the way back (`baton store check|backup|restore`).
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, openSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { PRIVATE_FILE_MODE } from '../lib/private-fs.ts';
 
@@ -70,14 +80,60 @@ export function readMarker(dbPath: string): StoreMarker | null {
 
 /**
  * Writes the marker atomically (a temp file renamed over it), 0600. Its dir is the store's own, already private, and
- * one process writes it at a time (the scheduler lease), so the temp name needs only the pid: this runs once per
- * admitted task, and the general writePrivateFile's dir check, random name and chmod were most of its cost.
+ * one process writes it at a time (the scheduler lease), so the temp name needs only the pid. Used when a hub opens
+ * and closes the store; the updates in between go through MarkerWriter.
  */
 export function writeMarker(dbPath: string, marker: StoreMarker): void {
   const path = markerPath(dbPath);
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, `${JSON.stringify(marker)}\n`, { mode: PRIVATE_FILE_MODE });
   renameSync(tmp, path);
+}
+
+/**
+ * The marker's updates while a hub has the store open, one per group of admissions: written in place through a
+ * descriptor kept open, as one write at offset 0, padded with spaces to at least the length of what it replaces (JSON
+ * allows trailing white space). A new file and a rename per update cost the daemon more CPU than the admission's own
+ * commit (ext4 looks for a free inode each time). The text stays far below a disk sector (512 bytes), the unit a disk
+ * writes whole, so a crash leaves either the old marker or the new one.
+ */
+export class MarkerWriter {
+  private readonly dbPath: string;
+  private fd: number | undefined;
+  private length = 0;
+
+  constructor(dbPath: string) {
+    this.dbPath = dbPath;
+  }
+
+  /** Writes `marker` atomically (writeMarker) and keeps the file open for update(). */
+  reset(marker: StoreMarker): void {
+    this.close();
+    writeMarker(this.dbPath, marker);
+    const text = `${JSON.stringify(marker)}\n`;
+    this.fd = openSync(markerPath(this.dbPath), 'r+');
+    this.length = Buffer.byteLength(text);
+  }
+
+  update(marker: StoreMarker): void {
+    if (this.fd === undefined) {
+      this.reset(marker);
+      return;
+    }
+    const json = JSON.stringify(marker);
+    const text = `${json}${' '.repeat(Math.max(0, this.length - Buffer.byteLength(json) - 1))}\n`;
+    const buf = Buffer.from(text);
+    if (writeSync(this.fd, buf, 0, buf.length, 0) !== buf.length) throw new Error('short write of the store marker');
+    this.length = buf.length;
+  }
+
+  close(): void {
+    if (this.fd === undefined) return;
+    try {
+      closeSync(this.fd);
+    } catch {}
+    this.fd = undefined;
+  }
 }
 
 function readHead(path: string, bytes: number): Buffer {

@@ -19,6 +19,7 @@ import {
 } from './paging.ts';
 import {
   checkFiles,
+  MarkerWriter,
   readHeaderChecksum,
   readMarker,
   StoreDamagedError,
@@ -167,6 +168,7 @@ export class Store {
   readonly path: string;
   /** The marker beside the DB (null for an in-memory store). */
   private marker: StoreMarker | null = null;
+  private markerFile: MarkerWriter | undefined;
   /** A task was inserted in the current transaction: the marker is rewritten once it commits. */
   private markerDirty = false;
   /** The task inserted last (its id and list order), for the marker: inserted, not yet in a written marker. */
@@ -200,10 +202,12 @@ export class Store {
       this.migrate();
       if (onDisk) {
         this.marker = { ...this.currentMarker(), clean: false };
-        writeMarker(path, this.marker);
+        this.markerFile = new MarkerWriter(path);
+        this.markerFile.reset(this.marker);
       }
     } catch (err) {
       // Closing without the clean mark: a refused store keeps its files exactly as they were found.
+      this.markerFile?.close();
       this.db.close();
       throw diskFull(err, `cannot open the store ${path}`);
     }
@@ -276,7 +280,7 @@ export class Store {
       const next = last
         ? { ...this.marker, tasks: last.order, lastTaskId: last.id, header: this.header(), clean: false }
         : { ...this.currentMarker(), clean: false };
-      writeMarker(this.path, next);
+      this.markerFile!.update(next);
       this.marker = next;
       this.markerDirty = false;
       this.inserted = undefined;
@@ -336,9 +340,10 @@ export class Store {
       if (durable) this.db.exec('PRAGMA synchronous = FULL');
       this.durableOpen = durable;
       try {
-        this.db.exec('BEGIN IMMEDIATE');
+        // Prepared once like every other statement: exec() would parse the SQL text on each transaction.
+        this.stmt('BEGIN IMMEDIATE').run();
         out = fn();
-        this.db.exec('COMMIT');
+        this.stmt('COMMIT').run();
       } catch (err) {
         if (this.db.isTransaction) this.db.exec('ROLLBACK');
         // A task inserted by the rolled-back transaction is not there: the marker must not count it. What an earlier
@@ -441,6 +446,7 @@ export class Store {
       try {
         this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
         this.marker = { ...this.currentMarker(), clean: true };
+        this.markerFile?.close();
         writeMarker(this.path, this.marker);
       } catch {
         // A failed checkpoint (disk full) leaves the marker "not clean": the WAL stays and is replayed next time.
@@ -448,6 +454,7 @@ export class Store {
     }
     clearTimeout(this.syncTimer);
     this.syncTimer = undefined;
+    this.markerFile?.close();
     this.db.close();
     if (this.syncsInFlight === 0) this.closeWal();
   }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { pageText } from '../../src/core/paging.ts';
 import { Store } from '../../src/core/store.ts';
-import { readMarker } from '../../src/core/store-guard.ts';
+import { MarkerWriter, markerPath, readMarker } from '../../src/core/store-guard.ts';
 import { taskView } from '../../src/core/views.ts';
 import { until } from '../support/poll.ts';
 
@@ -263,6 +263,33 @@ test('the marker never counts a task whose transaction rolled back', (t) => {
   assert.deepEqual([readMarker(path)?.tasks, readMarker(path)?.lastTaskId], [1, 't-1']);
   store.tx(() => store.insertTask(task('t-2')));
   assert.deepEqual([readMarker(path)?.tasks, readMarker(path)?.lastTaskId], [2, 't-2']);
+});
+
+test('the marker is updated in place while the store is open: same file, never truncated, always whole JSON', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-store-marker-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'baton.db');
+  const file = markerPath(path);
+  const writer = new MarkerWriter(path);
+  t.after(() => writer.close());
+  const base = { schema: 4, header: null, clean: false };
+  writer.reset({ ...base, tasks: 9, lastTaskId: 'a-rather-long-task-id-0000000000' });
+  const ino = fs.statSync(file).ino;
+  assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+  // A shorter marker over a longer one: padded, so nothing of the old text is left after its end.
+  writer.update({ ...base, tasks: 10, lastTaskId: 't-10' });
+  assert.deepEqual([readMarker(path)?.tasks, readMarker(path)?.lastTaskId], [10, 't-10']);
+  const padded = fs.statSync(file).size;
+  // A longer one grows the file.
+  writer.update({ ...base, tasks: 11, lastTaskId: `t-${'x'.repeat(100)}` });
+  assert.deepEqual([readMarker(path)?.tasks, readMarker(path)?.lastTaskId], [11, `t-${'x'.repeat(100)}`]);
+  assert.ok(fs.statSync(file).size > padded);
+  assert.equal(fs.statSync(file).ino, ino, 'written in place, not replaced');
+  assert.deepEqual(
+    readdirSync(dir).filter((f) => f.includes('tmp')),
+    [],
+    'no temp files',
+  );
 });
 
 test('event pages: message text is kept apart from the event JSON and a page without it never reads it; old rows migrate', (t) => {
