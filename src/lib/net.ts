@@ -18,17 +18,47 @@ export function pickFreeLoopbackPort(): Promise<number> {
   });
 }
 
-/** The request body as UTF-8 text, or null once it passes `maxBytes` (the rest is drained, never buffered). */
-export async function readBodyText(req: IncomingMessage, maxBytes: number): Promise<string | null> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > maxBytes) {
+/**
+ * The request body as UTF-8 text, or null once it passes `maxBytes` (the rest is drained, never buffered). Read with
+ * stream events rather than an async iterator: the hub reads a body per MCP request, and the iterator's machinery cost
+ * more than the read. A stream error rejects, as the iterator did.
+ */
+export function readBodyText(req: IncomingMessage, maxBytes: number): Promise<string | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= maxBytes) {
+        chunks.push(chunk);
+        return;
+      }
+      done();
       req.resume();
-      return null;
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+      resolve(null);
+    };
+    const onEnd = () => {
+      done();
+      resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+    };
+    const onError = (err: Error) => {
+      done();
+      reject(err);
+    };
+    // A request aborted before its end never emits 'end': 'close' settles it like the iterator's premature close.
+    const onClose = () => {
+      done();
+      reject(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    };
+    const done = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+    };
+    req.on('data', onData);
+    req.once('end', onEnd);
+    req.once('error', onError);
+    req.once('close', onClose);
+  });
 }
