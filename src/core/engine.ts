@@ -241,7 +241,7 @@ export class Engine {
       this.store.putIdempotency(caller, input.idempotencyKey, { payloadHash: hash, taskId: id, round: n });
       this.store.appendEvent(id, queuedEvent(n, input.timeoutSeconds));
     });
-    this.schedule(id, 1, hardMs);
+    this.schedule(id, 1, { workdir: cwd, isolation }, hardMs);
     return this.admitted(id, synced);
   }
 
@@ -279,7 +279,7 @@ export class Engine {
       this.store.appendEvent(task.id, queuedEvent(n, input.timeoutSeconds));
     });
     this.waiters.wake(task.id);
-    this.schedule(task.id, n, hardMs);
+    this.schedule(task.id, n, task, hardMs);
     return this.admitted(task.id, synced);
   }
 
@@ -596,7 +596,8 @@ export class Engine {
 
   // ---------------------------------------------------------------- execution
 
-  private schedule(taskId: string, round: number, hardMs?: number): void {
+  /** Starts round `round` of a task just admitted; `task` is what the admission knows of its dir and isolation. */
+  private schedule(taskId: string, round: number, task: Pick<TaskRow, 'workdir' | 'isolation'>, hardMs?: number): void {
     const controller = new AbortController();
     const entry: ActiveRound = {
       round,
@@ -610,7 +611,6 @@ export class Engine {
     // The lock queue position is taken in admission order (rule: workspace-locks); worktree-isolated tasks need no
     // lock. The repository scope is resolved now (a few stats, no git process); a failure to resolve it fails this
     // round only, and the queue positions are taken one after another through the admission chain.
-    const task = this.mustGet(taskId);
     let locked: Promise<boolean> = Promise.resolve(true);
     if (task.isolation !== 'worktree') {
       const scope = lockScope(task.workdir);

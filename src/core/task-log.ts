@@ -88,6 +88,8 @@ export class TaskLog {
   private droppedWhileFailing = 0;
   private closed = false;
   private readonly live = new Map<string, LiveText>();
+  /** The session id each running task has stored, once this log wrote or checked it (dropped when its round ends). */
+  private readonly sessions = new Map<string, string>();
   private liveTimer: NodeJS.Timeout | undefined;
 
   constructor(store: Store, waiters: Waiters, logger: Logger) {
@@ -108,6 +110,7 @@ export class TaskLog {
     // The round's last streamed text goes before its end, in the same write.
     this.releaseLive(taskId, true);
     this.live.delete(taskId);
+    this.sessions.delete(taskId);
     const write = (fn: () => void) => (opts.durable ? this.store.durableTx(fn) : this.store.tx(fn));
     write(() => {
       assertTransition(task.state, end.state);
@@ -141,13 +144,18 @@ export class TaskLog {
   }
 
   recordSession(taskId: string, n: number, sessionId: string): void {
-    if (this.store.getTask(taskId)?.sessionId === sessionId) return;
-    this.store.tx(() => {
-      this.store.setSessionId(taskId, sessionId);
-      this.store.appendEvent(taskId, { time: now(), round: n, kind: 'session', sessionId });
-    });
+    // The adapter names a round's session when it opens it and often again in its first event: the second costs no read.
+    if (this.sessions.get(taskId) === sessionId) return;
+    const stored = this.store.getTask(taskId)?.sessionId === sessionId;
+    if (!stored) {
+      this.store.tx(() => {
+        this.store.setSessionId(taskId, sessionId);
+        this.store.appendEvent(taskId, { time: now(), round: n, kind: 'session', sessionId });
+      });
+    }
+    this.sessions.set(taskId, sessionId);
     // Not a lifecycle change: a waiter lingers, so the news that follows (often the round's end) comes in one answer.
-    this.waiters.nudge(taskId);
+    if (!stored) this.waiters.nudge(taskId);
   }
 
   /**
