@@ -3,7 +3,7 @@
 // before a lifecycle change is answered in one reply instead of one per event. No polling loops.
 
 /** How long a waiter lingers after non-lifecycle news before it is woken (rule: event-cursor). */
-export const NEWS_LINGER_MS = 200;
+export const NEWS_LINGER_MS = 1_000;
 
 interface Waiter {
   wake(): void;
