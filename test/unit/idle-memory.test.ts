@@ -1,8 +1,12 @@
 // The hub's idle memory release: a last-resort collection returns the young generation's pages, which an ordinary
-// collection leaves committed (that is what kept the idle hub 12-15 MiB above what it holds).
+// collection leaves committed (that is what kept the idle hub 12-15 MiB above what it holds); and the daemon keeping its
+// young generation at its starting size.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 import { releaseIdleMemory, youngGenerationBytes } from '../../src/lib/idle-memory.ts';
+
+const IDLE_MEMORY = new URL('../../src/lib/idle-memory.ts', import.meta.url).href;
 
 test('releaseIdleMemory hands back the young generation a burst of short-lived objects grew', () => {
   // A burst like request handling: many short-lived objects, a few survivors, until the young generation has grown.
@@ -17,4 +21,26 @@ test('releaseIdleMemory hands back the young generation a burst of short-lived o
   const after = youngGenerationBytes();
   assert.ok(after <= grown / 4, `young generation ${grown} → ${after} bytes`);
   assert.ok(keep.length > 0);
+});
+
+test('keepYoungGenerationSmall stops a burst from growing the young generation (in a process of its own)', () => {
+  // A V8 flag is process-wide, so each case runs in a child: the same burst, with and without the call.
+  const burst = (keepSmall: boolean) => {
+    const script = `
+      import { keepYoungGenerationSmall, youngGenerationBytes } from ${JSON.stringify(IDLE_MEMORY)};
+      if (${keepSmall}) keepYoungGenerationSmall();
+      const keep = [];
+      let peak = 0;
+      for (let i = 0; i < 1_500_000; i++) {
+        const o = { i, text: 'event ' + i, list: [i, i + 1] };
+        if (i % 1000 === 0) keep.push(o);
+        if (i % 10_000 === 0) peak = Math.max(peak, youngGenerationBytes());
+      }
+      process.stdout.write(String(peak));`;
+    return Number(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }));
+  };
+  const grown = burst(false);
+  const kept = burst(true);
+  assert.ok(grown >= 8 * 1024 * 1024, `without it the burst grows the young generation (${grown} bytes)`);
+  assert.ok(kept <= 4 * 1024 * 1024, `with it the young generation stays small (${kept} bytes)`);
 });
