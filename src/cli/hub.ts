@@ -142,8 +142,8 @@ export function registerHubCommands(program: Command): void {
       // Loaded here, not at the top: the server pulls in the engine and the MCP SDK, which other commands never need.
       const { Hub } = await import('../faces/hub/server.ts');
       const { preflightLines } = await import('../faces/hub/preflight.ts');
-      const { keepYoungGenerationSmall, watchIdleMemory } = await import('../lib/idle-memory.ts');
-      keepYoungGenerationSmall();
+      const { tuneDaemonHeap, watchIdleMemory } = await import('../lib/idle-memory.ts');
+      tuneDaemonHeap();
       const hub = await Hub.start({
         config: cfg,
         logLevel: opts.logLevel as 'info' | undefined,

@@ -23,15 +23,15 @@ test('releaseIdleMemory hands back the young generation a burst of short-lived o
   assert.ok(keep.length > 0);
 });
 
-test('keepYoungGenerationSmall stops a burst from growing the young generation (in a process of its own)', () => {
+test('tuneDaemonHeap stops a burst from growing the young generation (in a process of its own)', () => {
   // A V8 flag is process-wide, so each case runs in a child: the same burst, with and without the call.
   const burst = (keepSmall: boolean) => {
     const script = `
-      import { keepYoungGenerationSmall, youngGenerationBytes } from ${JSON.stringify(IDLE_MEMORY)};
-      if (${keepSmall}) keepYoungGenerationSmall();
+      import { tuneDaemonHeap, youngGenerationBytes } from ${JSON.stringify(IDLE_MEMORY)};
+      if (${keepSmall}) tuneDaemonHeap();
       const keep = [];
       let peak = 0;
-      for (let i = 0; i < 1_500_000; i++) {
+      for (let i = 0; i < 3_000_000; i++) {
         const o = { i, text: 'event ' + i, list: [i, i + 1] };
         if (i % 1000 === 0) keep.push(o);
         if (i % 10_000 === 0) peak = Math.max(peak, youngGenerationBytes());
@@ -41,6 +41,7 @@ test('keepYoungGenerationSmall stops a burst from growing the young generation (
   };
   const grown = burst(false);
   const kept = burst(true);
-  assert.ok(grown >= 8 * 1024 * 1024, `without it the burst grows the young generation (${grown} bytes)`);
-  assert.ok(kept <= 4 * 1024 * 1024, `with it the young generation stays small (${kept} bytes)`);
+  // V8's default lets such a burst take the young generation to 16 MiB semispaces (32 MiB); kept, it peaks at a few.
+  assert.ok(grown >= 16 * 1024 * 1024, `without it the burst grows the young generation (${grown} bytes)`);
+  assert.ok(kept <= 8 * 1024 * 1024, `with it the young generation stays small (${kept} bytes)`);
 });
