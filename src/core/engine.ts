@@ -832,12 +832,13 @@ export class Engine {
       throw new EngineError('forbidden', `cwd ${cwd} is inside baton's own files (${own}); choose a project dir`);
     // Roots are resolved one by one until one holds the cwd: an admission costs a realpath per root it looks at, not
     // one per configured root. A root that vanished since it was authorised authorises nothing.
-    const configured = this.configuredRoots();
-    for (const root of configured) {
+    const roots: string[] = [];
+    for (const root of this.configuredRoots()) {
       const realRootDir = realRoot(root);
-      if (realRootDir !== undefined && isWithin(realRootDir, real)) return real;
+      if (realRootDir === undefined) continue;
+      if (isWithin(realRootDir, real)) return real;
+      roots.push(realRootDir);
     }
-    const roots = configured.flatMap((root) => realRoot(root) ?? []);
     if (!roots.length) {
       throw new EngineError(
         'forbidden',

@@ -81,13 +81,15 @@ export function readMarker(dbPath: string): StoreMarker | null {
 /**
  * Writes the marker atomically (a temp file renamed over it), 0600. Its dir is the store's own, already private, and
  * one process writes it at a time (the scheduler lease), so the temp name needs only the pid. Used when a hub opens
- * and closes the store; the updates in between go through MarkerWriter.
+ * and closes the store; the updates in between go through MarkerWriter. Returns the bytes written.
  */
-export function writeMarker(dbPath: string, marker: StoreMarker): void {
+export function writeMarker(dbPath: string, marker: StoreMarker): number {
   const path = markerPath(dbPath);
   const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(marker)}\n`, { mode: PRIVATE_FILE_MODE });
+  const text = `${JSON.stringify(marker)}\n`;
+  writeFileSync(tmp, text, { mode: PRIVATE_FILE_MODE });
   renameSync(tmp, path);
+  return Buffer.byteLength(text);
 }
 
 /**
@@ -109,10 +111,8 @@ export class MarkerWriter {
   /** Writes `marker` atomically (writeMarker) and keeps the file open for update(). */
   reset(marker: StoreMarker): void {
     this.close();
-    writeMarker(this.dbPath, marker);
-    const text = `${JSON.stringify(marker)}\n`;
+    this.length = writeMarker(this.dbPath, marker);
     this.fd = openSync(markerPath(this.dbPath), 'r+');
-    this.length = Buffer.byteLength(text);
   }
 
   update(marker: StoreMarker): void {

@@ -446,7 +446,6 @@ export class Store {
       try {
         this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
         this.marker = { ...this.currentMarker(), clean: true };
-        this.markerFile?.close();
         writeMarker(this.path, this.marker);
       } catch {
         // A failed checkpoint (disk full) leaves the marker "not clean": the WAL stays and is replayed next time.

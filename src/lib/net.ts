@@ -39,7 +39,7 @@ export function readBodyText(req: IncomingMessage, maxBytes: number): Promise<st
     };
     const onEnd = () => {
       done();
-      resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+      resolve(Buffer.concat(chunks).toString('utf8'));
     };
     const onError = (err: Error) => {
       done();
