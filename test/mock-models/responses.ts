@@ -18,6 +18,8 @@ import {
 } from './server.ts';
 
 export const MOCK_MODEL = 'mock-model';
+/** Codex's stream idle timeout in the mock provider tables: a stalled mock model ends Codex's turn after this long. */
+export const MOCK_STREAM_IDLE_MS = 20_000;
 export const MOCK_PROVIDER_ID = 'mock';
 
 export interface MockUsage {
@@ -360,7 +362,7 @@ export function mockProviderToml(mock: ResponsesMock): string {
     'requires_openai_auth = false',
     'request_max_retries = 0',
     'stream_max_retries = 0',
-    'stream_idle_timeout_ms = 20000',
+    `stream_idle_timeout_ms = ${MOCK_STREAM_IDLE_MS}`,
   ].join('\n');
 }
 

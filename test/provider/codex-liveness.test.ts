@@ -29,7 +29,6 @@ afterEach(() => {
   mock.script.clear();
 });
 after(async () => {
-  for (const g of gates) g.open();
   for (const c of open) await c.close();
   await mock?.close();
   layout?.cleanup();
@@ -64,8 +63,8 @@ const IDLE_S = 20;
 /** The second test's commands: each silence well inside IDLE_S, together longer than it. */
 const COMMAND_S = 8;
 /**
- * Codex's own stream idle timeout for these connections, far past IDLE_S: with the harness's 20 s it raced baton's
- * deadline at the stalled model and sometimes ended the turn first, as an error result rather than -32001.
+ * Codex's own stream idle timeout for these connections, far past IDLE_S: with the harness's 20 s (MOCK_STREAM_IDLE_MS)
+ * it raced baton's deadline at the stalled model and sometimes ended the turn first, as an error result, not -32001.
  */
 const CODEX_STREAM_IDLE_MS = 3 * IDLE_S * 1000;
 

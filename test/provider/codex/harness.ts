@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CallToolResult, Client } from '@modelcontextprotocol/client';
 import type { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { MOCK_MODEL, type ResponsesMock } from '../../mock-models/responses.ts';
+import { MOCK_MODEL, MOCK_STREAM_IDLE_MS, type ResponsesMock } from '../../mock-models/responses.ts';
 import { NODE_CACHE_ENV, REPO_ROOT } from '../../support/bins.ts';
 import { type ClientEra, type StdioClient, spawnStdioClient } from '../../support/stdio-client.ts';
 
@@ -46,7 +46,7 @@ export function makeLayout(prefix = 'baton-codex-provider-'): Layout {
  * whose model goes silent (as an error result, not a protocol error), so a test timing baton's idle deadline against a
  * stalled model passes a longer one; a later flag replaces an earlier one.
  */
-export function mockProviderFlag(mock: ResponsesMock, streamIdleTimeoutMs = 20_000): string {
+export function mockProviderFlag(mock: ResponsesMock, streamIdleTimeoutMs = MOCK_STREAM_IDLE_MS): string {
   return JSON.stringify({
     id: 'mock',
     name: 'Mock Responses',
