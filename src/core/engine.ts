@@ -764,8 +764,8 @@ export class Engine {
       clearTimeout(timer);
     }
     // The workspace lock is released only once every process group of the task has exited (rule: workspace-locks).
+    // Their records go with the round's end, in its commit (TaskLog.finishRound).
     for (const pgid of this.store.workersOfTask(taskId)) await stopGroup(pgid, this.opts.cancelGraceMs);
-    this.store.removeWorkersOfTask(taskId);
   }
 
   private async prepareWorktree(task: TaskRow): Promise<TaskRow> {

@@ -94,14 +94,18 @@ const ROUND_COLUMNS = 'task_id, n, prompt, state, started_at, ended_at, before, 
 const ROUND_SUMMARY_COLUMNS = `task_id, n, state, started_at, ended_at, before, after, error, abandoned, result_chars,
   result_preview, result AS legacy_result`;
 
-/** Small commentary appends are joined into the newest chunk up to this size, so a chunk is never rewritten whole. */
 /**
  * Event pages (Store.eventPage). `chars` is the length in code points of the event's text, stored when it was
  * appended; a `message` event keeps its text in `text`, outside `data`.
+ *
+ * No statement here has `LIMIT ?`: SQLite (3.53) plans a LIMIT with the integer bound to it, so rebinding that
+ * parameter expires the statement and every run parses and plans the SQL again. Pages are cut while stepping instead
+ * (firstRows): SQLite reads rows only as they are asked for.
  */
-const EVENTS_WITH_TEXT = 'SELECT data, text, chars FROM events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?';
+const EVENTS_WITH_TEXT = 'SELECT data, text, chars FROM events WHERE task_id = ? AND seq > ? ORDER BY seq';
 /** The same without `message` text, which is never read: such an event says how long its text is instead (`chars`). */
-const EVENTS_WITHOUT_MESSAGE_TEXT = 'SELECT data, chars FROM events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?';
+const EVENTS_WITHOUT_MESSAGE_TEXT = 'SELECT data, chars FROM events WHERE task_id = ? AND seq > ? ORDER BY seq';
+/** Small commentary appends are joined into the newest chunk up to this size, so a chunk is never rewritten whole. */
 const COMMENTARY_CHUNK_BYTES = 16 * 1024;
 /** A result's preview: its first this many code points, which is all of an answer no longer than that. */
 export const RESULT_PREVIEW_CODE_POINTS = 200;
@@ -163,6 +167,12 @@ function diskFull(err: unknown, what: string): unknown {
   return isDiskFull(err) && !(err instanceof StoreFullError) ? new StoreFullError(what) : err;
 }
 
+/** Writes made inside another transaction by Store.inWrite, told how that transaction ended. */
+export interface JoinedWrite {
+  committed(): void;
+  rolledBack(): void;
+}
+
 export class Store {
   readonly db: DatabaseSync;
   readonly path: string;
@@ -175,8 +185,11 @@ export class Store {
   private inserted: { id: string; order: number } | undefined;
   /** The DB header's checksum, kept once settled (see readHeaderChecksum). */
   private settledHeader: string | undefined;
-  /** Runs before a top-level transaction begins (the task log flushes buffered events, to keep them in order). */
-  beforeWrite: (() => void) | undefined;
+  /**
+   * Runs first inside each top-level transaction: the task log writes its queued events there, so they share that
+   * transaction's commit and stay before what it writes. What it returns hears whether the transaction committed.
+   */
+  inWrite: (() => JoinedWrite | undefined) | undefined;
 
   /**
    * Opens the store at `path`, refusing (StoreDamagedError) when files are missing or damaged where the marker says
@@ -334,14 +347,15 @@ export class Store {
       if (durable && !this.durableOpen) throw new Error('a durable write cannot join a transaction begun without it');
       return fn();
     }
-    this.beforeWrite?.();
     let out: T;
+    let joined: JoinedWrite | undefined;
     try {
       if (durable) this.db.exec('PRAGMA synchronous = FULL');
       this.durableOpen = durable;
       try {
         // Prepared once like every other statement: exec() would parse the SQL text on each transaction.
         this.stmt('BEGIN IMMEDIATE').run();
+        joined = this.inWrite?.();
         out = fn();
         this.stmt('COMMIT').run();
       } catch (err) {
@@ -355,10 +369,32 @@ export class Store {
         if (durable) this.db.exec('PRAGMA synchronous = NORMAL');
       }
     } catch (err) {
+      // Told once the transaction is over, so whatever it does next (queue a retry) starts from a closed transaction.
+      joined?.rolledBack();
       throw diskFull(err, 'the store could not write');
     }
+    joined?.committed();
     if (!markerWithSync) this.afterCommit();
     return out;
+  }
+
+  /**
+   * Runs `fn` inside the open transaction so that its failure takes back its own writes only (a savepoint). A failure
+   * after which SQLite already rolled the whole transaction back (a full disk can) leaves that to the caller.
+   */
+  savepoint<T>(fn: () => T): T {
+    this.stmt('SAVEPOINT part').run();
+    try {
+      const out = fn();
+      this.stmt('RELEASE part').run();
+      return out;
+    } catch (err) {
+      if (this.db.isTransaction) {
+        this.stmt('ROLLBACK TO part').run();
+        this.stmt('RELEASE part').run();
+      }
+      throw err;
+    }
   }
 
   /** The WAL, opened for syncs in the thread pool once it exists; syncs in flight, and a close waiting for them. */
@@ -530,9 +566,9 @@ export class Store {
       ...(caller === null ? [] : ['caller = ?']),
       ...(from === null ? [] : [newest ? 'list_order < ?' : 'list_order > ?']),
     ];
-    const q = `SELECT ${TASK_COLUMNS}, list_order FROM tasks${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY list_order${newest ? ' DESC' : ''} LIMIT ?`;
-    const params = [...(caller === null ? [] : [caller]), ...(from === null ? [] : [from]), limit];
-    const rows = this.stmt(q).all(...params) as Row[];
+    const q = `SELECT ${TASK_COLUMNS}, list_order FROM tasks${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY list_order${newest ? ' DESC' : ''}`;
+    const params = [...(caller === null ? [] : [caller]), ...(from === null ? [] : [from])];
+    const rows = firstRows(this.stmt(q).iterate(...params) as Iterable<Row>, limit);
     return { tasks: rows.map(toTask), orders: rows.map((r) => Number(r.list_order)) };
   }
 
@@ -562,9 +598,9 @@ export class Store {
        FROM tasks
        WHERE list_order < ? AND (? = '' OR instr(lower(id || ' ' || caller || ' ' || agent || ' ' || state || ' ' ||
          cwd || ' ' || coalesce(prompt_start, '')), ?) > 0)
-       ORDER BY list_order DESC LIMIT ?`,
-    ).all(promptChars, beforeOrder, filter, filter, limit) as Row[];
-    return rows.map((r) => ({
+       ORDER BY list_order DESC`,
+    ).iterate(promptChars, beforeOrder, filter, filter) as Iterable<Row>;
+    return firstRows(rows, limit).map((r) => ({
       task: toTask(r),
       order: Number(r.list_order),
       promptStart: String(r.prompt_start ?? ''),
@@ -795,7 +831,6 @@ export class Store {
     const rows = this.stmt(messageText ? EVENTS_WITH_TEXT : EVENTS_WITHOUT_MESSAGE_TEXT).iterate(
       taskId,
       after,
-      limit + 1,
     ) as Iterable<EventRow>;
     const events: TaskEvent[] = [];
     let text = 0;
@@ -910,6 +945,17 @@ export class Store {
     }
     return out;
   }
+}
+
+/** The first `n` rows of a statement's iterator; leaving the loop resets the statement, so SQLite reads no further. */
+function firstRows<T>(rows: Iterable<T>, n: number): T[] {
+  const out: T[] = [];
+  if (n <= 0) return out;
+  for (const row of rows) {
+    out.push(row);
+    if (out.length === n) break;
+  }
+  return out;
 }
 
 function toTask(r: Row): TaskRow {

@@ -7,7 +7,7 @@ import type { Logger } from '../lib/log.ts';
 import { redact, redactError } from '../lib/redact.ts';
 import { cutCodePoints, statusLine, stripTerminalControls } from '../lib/text.ts';
 import { countCodePoints, splitCodePoints } from './paging.ts';
-import { isDiskFull, type Store } from './store.ts';
+import { isDiskFull, type JoinedWrite, type Store } from './store.ts';
 import { assertTransition, type TaskEvent } from './task.ts';
 import type { Waiters } from './waiters.ts';
 
@@ -96,7 +96,7 @@ export class TaskLog {
     this.store = store;
     this.waiters = waiters;
     this.logger = logger;
-    store.beforeWrite = () => this.flush();
+    store.inWrite = () => this.writeQueued();
   }
 
   /**
@@ -123,6 +123,9 @@ export class TaskLog {
         abandoned: end.abandoned ?? false,
       });
       this.store.setTaskState(taskId, end.state, now(), end.error ?? null);
+      // The round's process groups were stopped before its end (Engine.closeSession): a crash from now on has none
+      // of them left to reap, so their records go in this commit.
+      this.store.removeWorkersOfTask(taskId);
       this.store.appendEvent(taskId, {
         time: now(),
         round: n,
@@ -161,8 +164,8 @@ export class TaskLog {
   /**
    * Queues one agent event. Events are written in batches, one transaction per flush (EVENT_BATCH events or
    * EVENT_FLUSH_MS after the first), so a flooding agent costs a commit per batch, not two per event, and callers'
-   * requests run between batches. Reads flush first (Engine), and every other write flushes before its own
-   * transaction (Store.beforeWrite), so the order of a task's events is the order they happened in.
+   * requests run between batches. Reads flush first (Engine), and every other write takes the queue into its own
+   * transaction, ahead of what it writes (Store.inWrite), so the order of a task's events is the order they happened in.
    */
   recordEvent(taskId: string, n: number, ev: Exclude<AgentEvent, { kind: 'end' | 'message' }>): void {
     const base = { time: now(), round: n };
@@ -291,36 +294,59 @@ export class TaskLog {
   /** Writes every queued event in one transaction and nudges their waiters; throws what the store threw. */
   flush(): void {
     if (!this.pending.length) return;
+    // Inside another write (a read made from within it): the queue joins that write, and its waiters hear now.
+    if (this.store.db.isTransaction) this.writeQueued()?.committed();
+    // Otherwise a transaction of its own, which the store's inWrite hook (writeQueued) fills with the queue.
+    else this.store.tx(() => {});
+  }
+
+  /**
+   * The store's inWrite hook: writes the queued events inside the transaction just begun, so a round's last events
+   * and its end (or any other write) share one commit, in the order they happened. The events go in a savepoint: a
+   * batch that cannot be written for any reason but a full disk is dropped (and said so) without failing the write it
+   * joined; on a full disk, or when the joined write fails, the batch goes back to the front of the queue.
+   */
+  private writeQueued(): JoinedWrite | undefined {
+    if (!this.pending.length) return undefined;
     const batch = this.pending;
-    // Swapped out first: the store's beforeWrite hook (this method) sees an empty queue inside the transaction.
     this.pending = [];
     clearTimeout(this.timer);
     this.timer = undefined;
     try {
-      this.store.tx(() => {
+      this.store.savepoint(() => {
         for (const p of batch) {
           if (p.commentary !== undefined) this.store.appendCommentary(p.taskId, p.commentary);
           this.store.appendEvent(p.taskId, p.event);
         }
       });
     } catch (err) {
-      // A full disk keeps the batch for the retry; anything else would fail the same way forever and block every
-      // later write behind it, so that batch is dropped and said so.
+      // Anything but a full disk would fail the same way forever and block every later write behind it.
       if (!isDiskFull(err)) {
         this.logger.error('events could not be written and were dropped', {
           count: batch.length,
           error: redactError(err),
         });
-        return;
+        return undefined;
       }
       this.pending = batch.concat(this.pending);
       throw err;
     }
-    if (this.droppedWhileFailing) {
-      this.logger.warn('the store writes again; events were dropped meanwhile', { dropped: this.droppedWhileFailing });
-      this.droppedWhileFailing = 0;
-    }
-    for (const id of new Set(batch.map((p) => p.taskId))) this.waiters.nudge(id);
+    return {
+      committed: () => {
+        if (this.droppedWhileFailing) {
+          this.logger.warn('the store writes again; events were dropped meanwhile', {
+            dropped: this.droppedWhileFailing,
+          });
+          this.droppedWhileFailing = 0;
+        }
+        for (const id of new Set(batch.map((p) => p.taskId))) this.waiters.nudge(id);
+      },
+      rolledBack: () => {
+        // The write they joined failed (the events themselves were fine): they are written again, first.
+        this.pending = batch.concat(this.pending);
+        this.flushSoon(EVENT_FLUSH_MS);
+      },
+    };
   }
 
   /** flush() for readers: a failing write (a full disk) must not stop reads of what is already stored. */

@@ -345,3 +345,63 @@ test('event pages: message text is kept apart from the event JSON and a page wit
   t.after(() => store.close());
   expectPages(store);
 });
+
+test('pages are cut while stepping: each page query is prepared once whatever its limit, and the lists stay on their indexes', (t) => {
+  const store = new Store(':memory:');
+  t.after(() => store.close());
+  const time = new Date().toISOString();
+  for (const id of ['t1', 't2', 't3']) {
+    store.insertTask({ id, caller: 'c', agent: 'a', cwd: '/', workdir: '/', isolation: 'none', now: time });
+    store.insertRound(id, `prompt of ${id}`);
+  }
+  for (let i = 0; i < 5; i++) store.appendEvent('t1', { time, round: 1, kind: 'commentary', text: `step ${i}` });
+  const statements = (store as unknown as { statements: Map<string, unknown> }).statements;
+  const pages = () => {
+    const seen: unknown[] = [];
+    for (const limit of [1, 2, 4, 5, 9]) {
+      const page = store.eventPage('t1', 0, limit, Number.POSITIVE_INFINITY, false);
+      seen.push([page.events.map((e) => e.seq), page.hasMore]);
+      seen.push(store.listTasks(null, null, limit, 'newest').tasks.map((r) => r.id));
+      seen.push(store.listTasks('c', 1, limit, 'oldest').tasks.map((r) => r.id));
+      seen.push(store.overviewTasks('', Number.MAX_SAFE_INTEGER, limit, 20).map((r) => r.task.id));
+    }
+    return seen;
+  };
+  assert.deepEqual(pages(), [
+    [[1], true],
+    ['t3'],
+    ['t2'],
+    ['t3'],
+    [[1, 2], true],
+    ['t3', 't2'],
+    ['t2', 't3'],
+    ['t3', 't2'],
+    [[1, 2, 3, 4], true],
+    ['t3', 't2', 't1'],
+    ['t2', 't3'],
+    ['t3', 't2', 't1'],
+    [[1, 2, 3, 4, 5], false],
+    ['t3', 't2', 't1'],
+    ['t2', 't3'],
+    ['t3', 't2', 't1'],
+    [[1, 2, 3, 4, 5], false],
+    ['t3', 't2', 't1'],
+    ['t2', 't3'],
+    ['t3', 't2', 't1'],
+  ]);
+  const prepared = statements.size;
+  pages();
+  assert.equal(statements.size, prepared, 'other limits reuse the same statements');
+  const pageSql = [...statements.keys()].filter((sql) => /ORDER BY (seq|list_order)/.test(sql));
+  assert.ok(pageSql.length >= 4, 'the page queries went through the statement cache');
+  for (const sql of pageSql) {
+    // A bound LIMIT makes SQLite parse and plan the statement again at every run (3.53 plans with the bound value).
+    assert.doesNotMatch(sql, /LIMIT\s+\?/, sql);
+    const plan = (store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail);
+    assert.ok(
+      plan.some((d) => /USING (INDEX|PRIMARY KEY)|sqlite_autoindex/.test(d)) &&
+        !plan.some((d) => /TEMP B-TREE/.test(d)),
+      `${sql}: ${plan.join('; ')}`,
+    );
+  }
+});

@@ -63,6 +63,62 @@ test('a write of the task flushes queued events first, so their order is kept', 
   assert.equal(store.getCommentary('t-1').tail, 'thinking');
 });
 
+test("queued events ride in the next write's commit: a round's last events, its end and its worker records are one commit", (t) => {
+  const { store, log, commits } = setup(t);
+  store.addWorker({ pgid: 4_000_001, taskId: 't-1', leaderStart: null }, 'now');
+  log.recordEvent('t-1', 1, { kind: 'status', text: 'before' });
+  log.recordEvent('t-1', 1, { kind: 'commentary', text: 'thinking' });
+  log.finishRound('t-1', 1, { state: 'failed', error: 'boom' });
+  assert.equal(commits(), 1, 'the queue joined the round end instead of committing on its own');
+  assert.deepEqual(
+    allEvents(store, 10).map((e) => e.kind),
+    ['status', 'commentary', 'lifecycle'],
+  );
+  assert.deepEqual(store.workersOfTask('t-1'), [], "the round's process group records went with its end");
+});
+
+test('queued events survive a write they joined that fails, and a batch that cannot be written does not fail that write', (t) => {
+  const logged: string[] = [];
+  const store = new Store(join(tempDir(t), 'baton.db'));
+  const log = new TaskLog(store, new Waiters(), { ...silentLogger, error: (msg) => logged.push(msg) });
+  t.after(() => {
+    log.close();
+    store.close();
+  });
+  store.insertTask({ id: 't-1', caller: 'a', agent: 'x', cwd: '/', workdir: '/', isolation: 'none', now: 'now' });
+  store.insertRound('t-1', 'p');
+  log.recordEvent('t-1', 1, { kind: 'status', text: 'kept' });
+  assert.throws(
+    () =>
+      store.tx(() => {
+        throw new Error('the joined write fails');
+      }),
+    /the joined write fails/,
+  );
+  assert.deepEqual(allEvents(store, 10), [], 'taken back with the write that failed');
+  log.flush();
+  assert.deepEqual(
+    allEvents(store, 10).map((e) => (e as unknown as { text: string }).text),
+    ['kept'],
+    'written by the next flush',
+  );
+
+  // A batch failing for its own reason (not a full disk) is dropped and said so; the write it joined still commits.
+  const append = store.appendCommentary.bind(store);
+  store.appendCommentary = () => {
+    throw new Error('cannot append');
+  };
+  log.recordEvent('t-1', 1, { kind: 'commentary', text: 'lost' });
+  log.finishRound('t-1', 1, { state: 'failed', error: 'boom' });
+  store.appendCommentary = append;
+  assert.deepEqual(
+    allEvents(store, 10).map((e) => e.kind),
+    ['status', 'lifecycle'],
+  );
+  assert.equal(store.getTask('t-1')?.state, 'failed');
+  assert.deepEqual(logged, ['events could not be written and were dropped']);
+});
+
 // Issue 15: streamed answer text becomes `message` events, coalesced, redacted and bounded.
 const messages = (store: Store) =>
   allEvents(store, 1_000).filter((e) => e.kind === 'message') as unknown as { text: string; capped?: true }[];

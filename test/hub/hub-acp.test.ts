@@ -35,7 +35,10 @@ test('hub + scripted ACP agent: run, events, paged result, continue, cancel, lis
     done.events.some((e) => e.kind === 'permission' && e.decision === 'denied'),
     'permission denied and reported',
   );
-  assert.ok(done.events.some((e) => e.kind === 'tool' && e.family === 'command'));
+  assert.ok(
+    done.events.some((e) => e.kind === 'tool' && e.family === 'command'),
+    `a command tool event in ${events}`,
+  );
   assert.ok(
     done.events.some((e) => e.kind === 'status' && e.text === 'read the tests'),
     `the active plan step in ${events}`,
@@ -59,7 +62,7 @@ test('hub + scripted ACP agent: run, events, paged result, continue, cancel, lis
   // agent_run answers with nextCursor (rule: event-cursor): a wait from it starts after the events its view reflects.
   // (Bob's task, so alice's list below stays hers alone.)
   const bob = await connectCaller(t, hub, 'bob');
-  const short = await call<{ taskId: string; nextCursor: number }>(bob, 'agent_run', {
+  const short = await call<{ taskId: string; state: string; nextCursor: number }>(bob, 'agent_run', {
     agent: 'scripted',
     prompt: acpScript([{ chunks: ['short answer'] }]),
     cwd: work,
@@ -68,7 +71,16 @@ test('hub + scripted ACP agent: run, events, paged result, continue, cancel, lis
   assert.ok(Number.isInteger(short.nextCursor) && short.nextCursor >= 1, JSON.stringify(short));
   const rest = await followToEnd(bob, short.taskId, short.nextCursor);
   assert.equal(rest.state, 'succeeded');
-  assert.ok(rest.events.length > 0 && rest.events.every((e) => (e.seq as number) > short.nextCursor));
+  // The answer comes once the admission is synced, so on a loaded machine the round may have ended by then: its view
+  // already reflects every event, and the wait has nothing newer. Otherwise the wait carries at least the end.
+  assert.ok(
+    short.state === 'succeeded' || rest.events.length > 0,
+    `a wait from a running task's cursor brings what followed: ${JSON.stringify({ short, rest: rest.events })}`,
+  );
+  assert.ok(
+    rest.events.every((e) => (e.seq as number) > short.nextCursor),
+    `only events after the cursor: ${JSON.stringify(rest.events)}`,
+  );
   assert.ok(!rest.events.some((e) => e.kind === 'lifecycle' && e.state === 'queued'));
   assert.deepEqual(rest.last.result, { chars: 12, preview: 'short answer', complete: true });
 
