@@ -162,6 +162,22 @@ interface ActiveRound {
 
 const now = () => new Date().toISOString();
 
+/** A task id carries this many random bytes; they are drawn for this many ids at a time (one call into the RNG). */
+const TASK_ID_BYTES = 9;
+const TASK_IDS_PER_DRAW = 64;
+let taskIdBytes = Buffer.alloc(0);
+let taskIdAt = 0;
+
+export function newTaskId(): string {
+  if (taskIdAt + TASK_ID_BYTES > taskIdBytes.length) {
+    taskIdBytes = randomBytes(TASK_ID_BYTES * TASK_IDS_PER_DRAW);
+    taskIdAt = 0;
+  }
+  const id = `t-${taskIdBytes.toString('base64url', taskIdAt, taskIdAt + TASK_ID_BYTES)}`;
+  taskIdAt += TASK_ID_BYTES;
+  return id;
+}
+
 export class Engine {
   private readonly opts: EngineOptions;
   private readonly store: Store;
@@ -224,7 +240,7 @@ export class Engine {
     });
     const replay = this.replay(caller, input.idempotencyKey, hash);
     if (replay) return this.admitted(replay.id, this.store.synced());
-    const id = `t-${randomBytes(9).toString('base64url')}`;
+    const id = newTaskId();
     const synced = this.store.commitThenSync(() => {
       this.store.insertTask({
         id,
@@ -911,7 +927,7 @@ function realRoot(root: string): string | undefined {
 }
 
 async function lockScope(dir: string): Promise<LockScope> {
-  const real = realpathSync(dir);
-  const top = findWorkTree(real);
-  return { dir: real, worktree: top ? realpathSync(top) : null };
+  const real = realpathSync.native(dir);
+  // Found among the ancestors of a resolved path, the work tree is resolved too: no part of that path is a link.
+  return { dir: real, worktree: findWorkTree(real) };
 }

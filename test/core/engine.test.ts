@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { Engine, EngineError, EVENT_PAGE_TEXT_CODE_POINTS } from '../../src/core/engine.ts';
+import { Engine, EngineError, EVENT_PAGE_TEXT_CODE_POINTS, newTaskId } from '../../src/core/engine.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { isGroupAlive, spawnGroup } from '../../src/lib/process-group.ts';
 import { Gate } from '../mock-models/server.ts';
@@ -390,6 +390,12 @@ test('a result over 10 MiB fails the task atomically; an idle deadline fails a s
   const s = await settled(engine, silent.taskId);
   assert.equal(s.state, 'failed');
   assert.match(String(s.error), /idle deadline/);
+});
+
+test('task ids carry 9 random bytes each and stay distinct across draws of random bytes', () => {
+  const ids = Array.from({ length: 300 }, () => newTaskId());
+  assert.equal(new Set(ids).size, ids.length);
+  for (const id of ids) assert.match(id, /^t-[A-Za-z0-9_-]{12}$/);
 });
 
 test('list pages with a cursor, only the caller’s own tasks', async (t) => {
