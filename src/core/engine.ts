@@ -158,6 +158,8 @@ interface ActiveRound {
   hardMs?: number;
   /** The answer text streamed so far, for a partial agent_result (unredacted, like the round's own copy). */
   text: string;
+  /** The round's prompt as admitted (and stored), sent to the agent when the round starts. */
+  prompt: string;
 }
 
 const now = () => new Date().toISOString();
@@ -257,7 +259,7 @@ export class Engine {
       this.store.putIdempotency(caller, input.idempotencyKey, { payloadHash: hash, taskId: id, round: n });
       this.store.appendEvent(id, queuedEvent(n, input.timeoutSeconds));
     });
-    this.schedule(id, 1, { workdir: cwd, isolation }, hardMs);
+    this.schedule(id, 1, input.prompt, { workdir: cwd, isolation }, hardMs);
     return this.admitted(id, synced);
   }
 
@@ -295,7 +297,7 @@ export class Engine {
       this.store.appendEvent(task.id, queuedEvent(n, input.timeoutSeconds));
     });
     this.waiters.wake(task.id);
-    this.schedule(task.id, n, task, hardMs);
+    this.schedule(task.id, n, input.prompt, task, hardMs);
     return this.admitted(task.id, synced);
   }
 
@@ -612,8 +614,17 @@ export class Engine {
 
   // ---------------------------------------------------------------- execution
 
-  /** Starts round `round` of a task just admitted; `task` is what the admission knows of its dir and isolation. */
-  private schedule(taskId: string, round: number, task: Pick<TaskRow, 'workdir' | 'isolation'>, hardMs?: number): void {
+  /**
+   * Starts round `round` of a task just admitted with `prompt`; `task` is what the admission knows of its dir and
+   * isolation.
+   */
+  private schedule(
+    taskId: string,
+    round: number,
+    prompt: string,
+    task: Pick<TaskRow, 'workdir' | 'isolation'>,
+    hardMs?: number,
+  ): void {
     const controller = new AbortController();
     const entry: ActiveRound = {
       round,
@@ -621,6 +632,7 @@ export class Engine {
       cancelRequested: false,
       done: Promise.resolve(),
       text: '',
+      prompt,
       ...(hardMs ? { hardMs } : {}),
     };
     this.active.set(taskId, entry);
@@ -668,7 +680,6 @@ export class Engine {
     });
     this.waiters.wake(taskId);
 
-    const round = this.store.getRound(taskId, n)!;
     // The before-snapshot runs while the agent starts up; the turn is sent only once it is taken (see start below).
     const inherited = this.handoff.get(task.workdir);
     this.handoff.delete(task.workdir);
@@ -703,7 +714,7 @@ export class Engine {
         });
         if (entry.session.id) this.log.recordSession(taskId, n, entry.session.id);
         await before;
-        return entry.session.turn(round.prompt, { signal: roundSignal });
+        return entry.session.turn(entry.prompt, { signal: roundSignal });
       },
       // Agent-supplied text is redacted once, here, before it is stored: every reader then sees the same safe copy.
       onEvent: (ev) => this.log.recordEvent(taskId, n, redactDeep(ev) as typeof ev),

@@ -27,7 +27,7 @@ import {
   walPath,
   writeMarker,
 } from './store-guard.ts';
-import type { Isolation, RoundRow, RoundSummary, TaskEvent, TaskRow, TaskState } from './task.ts';
+import type { Isolation, RoundSummary, TaskEvent, TaskRow, TaskState } from './task.ts';
 
 const MIGRATIONS: string[] = [
   `CREATE TABLE tasks (
@@ -87,8 +87,6 @@ const MIGRATIONS: string[] = [
 /** The task columns a TaskRow is built from: never the commentary, which lives in its own table. */
 const TASK_COLUMNS =
   'id, caller, agent, cwd, workdir, isolation, model, effort, state, session_id, rounds, created_at, updated_at, error, last_seq';
-
-const ROUND_COLUMNS = 'task_id, n, prompt, state, started_at, ended_at, before, after, error, abandoned';
 
 /** A round without its prompt and result; `legacy_result` is only ever set on a round written before result pages. */
 const ROUND_SUMMARY_COLUMNS = `task_id, n, state, started_at, ended_at, before, after, error, abandoned, result_chars,
@@ -672,17 +670,11 @@ export class Store {
   // ---- rounds
 
   insertRound(taskId: string, prompt: string): number {
-    this.stmt('UPDATE tasks SET rounds = rounds + 1 WHERE id = ?').run(taskId);
-    const n = (this.stmt('SELECT rounds FROM tasks WHERE id = ?').get(taskId) as { rounds: number }).rounds;
+    const n = (
+      this.stmt('UPDATE tasks SET rounds = rounds + 1 WHERE id = ? RETURNING rounds').get(taskId) as { rounds: number }
+    ).rounds;
     this.stmt(`INSERT INTO rounds (task_id, n, prompt, state) VALUES (?, ?, ?, 'queued')`).run(taskId, n, prompt);
     return n;
-  }
-
-  getRound(taskId: string, n: number): RoundRow | undefined {
-    const r = this.stmt(`SELECT ${ROUND_COLUMNS} FROM rounds WHERE task_id = ? AND n = ?`).get(taskId, n) as
-      | Row
-      | undefined;
-    return r ? toRound(r) : undefined;
   }
 
   /** Every round of a task without prompts and results: what a status shows. */
@@ -1006,10 +998,6 @@ function toRoundSummary(r: Row): RoundSummary {
           ? cutCodePoints(legacy, RESULT_PREVIEW_CODE_POINTS)
           : null,
   };
-}
-
-function toRound(r: Row): RoundRow {
-  return { ...roundBase(r), prompt: String(r.prompt) };
 }
 
 interface EventRow {
