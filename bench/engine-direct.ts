@@ -14,10 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AcpAgent } from '../src/agents/acp/agent.ts';
 import { acpConfigSchema } from '../src/agents/acp/config.ts';
-import { Engine } from '../src/core/engine.ts';
-import { Store } from '../src/core/store.ts';
 import { silentLogger } from '../src/lib/log.ts';
-import { settle } from '../test/support/engine.ts';
+import { engineFor, settle } from '../test/support/engine.ts';
 import { directAcp, expectText, makeGitRepo, SCRIPTED_AGENT_COMMAND, SHORT_ANSWER, SHORT_PROMPT } from './common.ts';
 import { stats } from './harness.ts';
 
@@ -34,21 +32,19 @@ const dir = mkdtempSync(join(tmpdir(), 'baton-engine-direct-'));
 const repos = Array.from({ length: IN_FLIGHT }, (_, i) => makeGitRepo(join(dir, `git-${i}`)));
 const stateDir = join(dir, 'state');
 mkdirSync(stateDir, { mode: 0o700 });
-const store = new Store(join(stateDir, 'baton.db'));
 const agent = new AcpAgent('bench', acpConfigSchema.parse({ command: SCRIPTED_AGENT_COMMAND }), {
   logger: silentLogger,
 });
-const engine = new Engine({
-  store,
-  agents: new Map([['bench', agent]]),
-  reachable: () => ['bench'],
-  roots: repos,
-  stateDir,
-  logger: silentLogger,
-  idleTimeoutMs: 0,
-  hardTimeoutMs: 0,
-  cancelGraceMs: 5_000,
-});
+/** What the test helper would run after a test: closing the engine and its store. */
+const closers: (() => unknown)[] = [];
+const { engine } = engineFor(
+  { after: (fn) => void closers.push(fn as () => unknown) },
+  {
+    agents: { bench: agent },
+    roots: repos,
+    stateDir,
+  },
+);
 
 let keys = 0;
 const sides = {
@@ -76,9 +72,8 @@ try {
 } finally {
   // The snapshot runners are unreferenced (they never keep a hub alive): this timer keeps the loop up while they end.
   const keepAlive = setInterval(() => {}, 1_000);
-  await engine.close();
+  for (const close of closers) await close();
   clearInterval(keepAlive);
-  store.close();
   rmSync(dir, { recursive: true, force: true });
 }
 console.log(`CPU per task, ${IN_FLIGHT} in flight, ${ROUNDS} rounds:       min  median    p90  (ms)`);

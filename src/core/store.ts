@@ -970,9 +970,9 @@ function toTask(r: Row): TaskRow {
   };
 }
 
-/** The fields a round's summary and its full row share. */
-function roundBase(r: Row) {
+function toRoundSummary(r: Row): RoundSummary {
   const json = (v: SQLInputValue | undefined) => (v === null || v === undefined ? null : JSON.parse(String(v)));
+  const legacy = r.legacy_result == null ? null : String(r.legacy_result);
   return {
     taskId: String(r.task_id),
     n: Number(r.n),
@@ -983,13 +983,6 @@ function roundBase(r: Row) {
     after: json(r.after),
     error: r.error === null ? null : String(r.error),
     abandoned: Number(r.abandoned) === 1,
-  };
-}
-
-function toRoundSummary(r: Row): RoundSummary {
-  const legacy = r.legacy_result == null ? null : String(r.legacy_result);
-  return {
-    ...roundBase(r),
     resultChars: r.result_chars != null ? Number(r.result_chars) : legacy !== null ? countCodePoints(legacy) : null,
     resultPreview:
       r.result_chars != null

@@ -50,10 +50,10 @@ export interface TaskRow {
   lastSeq: number;
 }
 
-export interface RoundRow {
+/** A round as status and views read it: no prompt or result, but the result's length and preview. */
+export interface RoundSummary {
   taskId: string;
   n: number;
-  prompt: string;
   state: TaskState;
   startedAt: string | null;
   endedAt: string | null;
@@ -61,14 +61,10 @@ export interface RoundRow {
   after: unknown;
   error: string | null;
   abandoned: boolean;
-}
-
-/** A round as status and views read it: no prompt or result, but the result's length and preview. */
-export type RoundSummary = Omit<RoundRow, 'prompt'> & {
   /** Result length in code points, or null when the round has no result. */
   resultChars: number | null;
   resultPreview: string | null;
-};
+}
 
 export interface TaskEvent {
   seq: number;
