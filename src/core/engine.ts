@@ -684,7 +684,7 @@ export class Engine {
     const inherited = this.handoff.get(task.workdir);
     this.handoff.delete(task.workdir);
     const before = (inherited ? Promise.resolve(inherited) : snapshot(task.workdir, this.snapshots)).then((b) =>
-      this.store.updateRound(taskId, n, { before: b }),
+      this.log.recordBefore(taskId, n, b),
     );
     before.catch(() => {}); // awaited below on every path; this only keeps a failure from counting as unhandled meanwhile
     const agent = this.opts.agents.get(task.agent);
@@ -712,8 +712,12 @@ export class Engine {
           onActivity: touch,
           onProcessGroup: (pgid) => this.store.addWorker({ pgid, taskId, leaderStart: leaderStartTime(pgid) }, now()),
         });
-        if (entry.session.id) this.log.recordSession(taskId, n, entry.session.id);
+        // Only rounds record a task's session id, one at a time: the row read as this round began still holds it.
+        if (entry.session.id) this.log.recordSession(taskId, n, entry.session.id, task.sessionId);
         await before;
+        // The before-snapshot is stored before the agent gets its turn: usually the session record's commit took it
+        // already, and then this writes nothing.
+        this.log.flushBefore(taskId);
         return entry.session.turn(entry.prompt, { signal: roundSignal });
       },
       // Agent-supplied text is redacted once, here, before it is stored: every reader then sees the same safe copy.

@@ -858,12 +858,15 @@ export class Store {
 
   // ---- worker process groups
 
+  /** In a transaction of its own, which what TaskLog has queued joins (inWrite) rather than committing apart. */
   addWorker(w: WorkerRecord, now: string): void {
-    this.stmt('INSERT OR REPLACE INTO workers (pgid, task_id, leader_start, started_at) VALUES (?, ?, ?, ?)').run(
-      w.pgid,
-      w.taskId,
-      w.leaderStart,
-      now,
+    this.tx(() =>
+      this.stmt('INSERT OR REPLACE INTO workers (pgid, task_id, leader_start, started_at) VALUES (?, ?, ?, ?)').run(
+        w.pgid,
+        w.taskId,
+        w.leaderStart,
+        now,
+      ),
     );
   }
 

@@ -65,12 +65,15 @@ interface LiveText {
 
 const now = () => new Date().toISOString();
 
-interface Pending {
-  taskId: string;
-  event: Omit<TaskEvent, 'seq'>;
-  /** The commentary text to append to the task's tail when the event is written. */
-  commentary?: string;
-}
+/** A queued write: an agent event, or a round's before-snapshot. */
+type Pending =
+  | {
+      taskId: string;
+      event: Omit<TaskEvent, 'seq'>;
+      /** The commentary text to append to the task's tail when the event is written. */
+      commentary?: string;
+    }
+  | { taskId: string; round: number; before: unknown };
 
 export interface RoundEnd {
   state: 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
@@ -146,10 +149,11 @@ export class TaskLog {
     this.waiters.wake(taskId);
   }
 
-  recordSession(taskId: string, n: number, sessionId: string): void {
+  /** `storedId`: the task's session id as the caller last read it, when it knows (saves reading the task again). */
+  recordSession(taskId: string, n: number, sessionId: string, storedId?: string | null): void {
     // The adapter names a round's session when it opens it and often again in its first event: the second costs no read.
     if (this.sessions.get(taskId) === sessionId) return;
-    const stored = this.store.getTask(taskId)?.sessionId === sessionId;
+    const stored = (storedId === undefined ? this.store.getTask(taskId)?.sessionId : storedId) === sessionId;
     if (!stored) {
       this.store.tx(() => {
         this.store.setSessionId(taskId, sessionId);
@@ -221,6 +225,21 @@ export class TaskLog {
   }
 
   /**
+   * Queues round `n`'s before-snapshot (rule: git-snapshots) until the next write takes it: most often the session
+   * record that comes with the agent's start, a moment later. No timer writes it, so it costs no commit of its own;
+   * readers flush first as for events, and the engine flushes before it sends the agent its turn, so the snapshot is
+   * stored before the agent can change anything.
+   */
+  recordBefore(taskId: string, n: number, before: unknown): void {
+    this.enqueue({ taskId, round: n, before }, false);
+  }
+
+  /** Writes the queue now if it still holds a before-snapshot of `taskId` (see recordBefore); throws as flush(). */
+  flushBefore(taskId: string): void {
+    if (this.pending.some((p) => 'before' in p && p.taskId === taskId)) this.flush();
+  }
+
+  /**
    * Queues streamed answer text of round `n` (rule: live-text). It is written as `message` events — coalesced over
    * MESSAGE_FLUSH_MS, terminal controls stripped, redacted, cut into events of MESSAGE_EVENT_CODE_POINTS and capped at
    * MESSAGE_ROUND_CODE_POINTS per round (the event that reaches the cap says `capped: true`); an unfinished line waits
@@ -276,7 +295,8 @@ export class TaskLog {
     }
   }
 
-  private enqueue(queued: Pending): void {
+  /** Queues a write; `soon` arms the flush timer (EVENT_FLUSH_MS), else the next write or flush takes it. */
+  private enqueue(queued: Pending, soon = true): void {
     if (this.pending.length >= MAX_PENDING_EVENTS) {
       // Only while writes keep failing (a full disk): memory stays bounded, and the loss is said once.
       if (this.droppedWhileFailing++ === 0)
@@ -288,7 +308,7 @@ export class TaskLog {
     }
     this.pending.push(queued);
     if (this.pending.length >= EVENT_BATCH) this.flushNow();
-    else this.flushSoon(EVENT_FLUSH_MS);
+    else if (soon) this.flushSoon(EVENT_FLUSH_MS);
   }
 
   /** Writes every queued event in one transaction and nudges their waiters; throws what the store threw. */
@@ -315,6 +335,10 @@ export class TaskLog {
     try {
       this.store.savepoint(() => {
         for (const p of batch) {
+          if ('before' in p) {
+            this.store.updateRound(p.taskId, p.round, { before: p.before });
+            continue;
+          }
           if (p.commentary !== undefined) this.store.appendCommentary(p.taskId, p.commentary);
           this.store.appendEvent(p.taskId, p.event);
         }
@@ -339,7 +363,8 @@ export class TaskLog {
           });
           this.droppedWhileFailing = 0;
         }
-        for (const id of new Set(batch.map((p) => p.taskId))) this.waiters.nudge(id);
+        // A before-snapshot is no event: nobody waits for it.
+        for (const id of new Set(batch.flatMap((p) => ('event' in p ? [p.taskId] : [])))) this.waiters.nudge(id);
       },
       rolledBack: () => {
         // The write they joined failed (the events themselves were fine): they are written again, first.

@@ -75,6 +75,38 @@ test('a task runs to succeeded with lifecycle events, sanitised events and a pag
   assert.equal(result.available && result.done, true);
 });
 
+test("a round's before-snapshot is stored before the agent gets its turn, in a git work tree too", async (t) => {
+  const { root, store, agent, engine } = setup(t);
+  const repo = join(root, 'repo');
+  mkdirSync(repo);
+  git(repo, 'init', '-q');
+  const seen: unknown[] = [];
+  // Read from the store itself: an engine read would write what is queued first.
+  agent.onTurn = () => seen.push(store.roundSummary(store.listTasks('alice', 0, 10).tasks[0]!.id, 1)?.before);
+  const task = await engine.run('alice', { prompt: 'reply hi', cwd: repo, idempotencyKey: 'before-turn' });
+  assert.equal((await settled(engine, task.taskId)).state, 'succeeded');
+  assert.equal(seen.length, 1);
+  assert.equal(
+    (seen[0] as { git: boolean } | null)?.git,
+    true,
+    `stored when the turn began: ${JSON.stringify(seen[0])}`,
+  );
+});
+
+test('a continued round that resumes its session records that session once, not again', async (t) => {
+  const { engine, run } = setup(t);
+  const task = await run('reply one');
+  await settled(engine, task.taskId);
+  await engine.continue('alice', { taskId: task.taskId, prompt: 'reply two', idempotencyKey: 'again' });
+  assert.equal((await settled(engine, task.taskId)).state, 'succeeded');
+  const events = engine.status('alice', task.taskId, 0, 500).events;
+  assert.deepEqual(
+    events.filter((e) => e.kind === 'session').map((e) => e.round),
+    [1],
+    `session events: ${JSON.stringify(events.filter((e) => e.kind === 'session'))}`,
+  );
+});
+
 test('idempotency: the same key and payload return the same task, a different payload is refused, nothing runs twice', async (t) => {
   const { engine, root, agent } = setup(t);
   const a = await engine.run('alice', { prompt: 'reply one', cwd: root, idempotencyKey: 'same' });

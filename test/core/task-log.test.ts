@@ -66,15 +66,57 @@ test('a write of the task flushes queued events first, so their order is kept', 
 test("queued events ride in the next write's commit: a round's last events, its end and its worker records are one commit", (t) => {
   const { store, log, commits } = setup(t);
   store.addWorker({ pgid: 4_000_001, taskId: 't-1', leaderStart: null }, 'now');
+  const atStart = commits();
   log.recordEvent('t-1', 1, { kind: 'status', text: 'before' });
   log.recordEvent('t-1', 1, { kind: 'commentary', text: 'thinking' });
   log.finishRound('t-1', 1, { state: 'failed', error: 'boom' });
-  assert.equal(commits(), 1, 'the queue joined the round end instead of committing on its own');
+  assert.equal(commits() - atStart, 1, 'the queue joined the round end instead of committing on its own');
   assert.deepEqual(
     allEvents(store, 10).map((e) => e.kind),
     ['status', 'commentary', 'lifecycle'],
   );
   assert.deepEqual(store.workersOfTask('t-1'), [], "the round's process group records went with its end");
+});
+
+/** The `reason` of round 1's stored before-snapshot (the tests below store non-git snapshots). */
+const reasonOf = (store: Store) => (store.roundSummary('t-1', 1)?.before as { reason?: string } | null)?.reason;
+
+test("a round's before-snapshot waits in the queue for the next write: the session record's commit, a read, or the engine's flush before the turn", (t) => {
+  const { store, log, commits } = setup(t);
+  const before = { git: false, reason: 'not a git work tree' };
+  log.recordBefore('t-1', 1, before);
+  assert.equal(commits(), 0, 'no commit of its own');
+  assert.equal(store.roundSummary('t-1', 1)?.before, null, 'not written yet');
+  log.recordSession('t-1', 1, 'session-1');
+  assert.equal(commits(), 1, 'the session record and the before-snapshot are one commit');
+  assert.deepEqual(store.roundSummary('t-1', 1)?.before, before);
+  assert.deepEqual(
+    allEvents(store, 10).map((e) => e.kind),
+    ['session'],
+    'a before-snapshot is no event',
+  );
+
+  // The worker record a spawn writes takes the queue along too; a read with nothing else to join flushes it.
+  log.recordBefore('t-1', 1, { ...before, reason: 'second' });
+  store.addWorker({ pgid: 4_000_002, taskId: 't-1', leaderStart: null }, 'now');
+  assert.equal(commits(), 2);
+  assert.equal(reasonOf(store), 'second');
+  log.recordBefore('t-1', 1, { ...before, reason: 'third' });
+  log.flushForRead();
+  assert.equal(reasonOf(store), 'third');
+
+  // No timer writes it: only the next write, a read, or flushBefore (the engine's, before the agent's turn).
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  log.recordBefore('t-1', 1, { ...before, reason: 'fourth' });
+  t.mock.timers.tick(60_000);
+  assert.equal(commits(), 3, 'the flush read above was the third commit; nothing since');
+  log.flushBefore('t-2');
+  assert.equal(commits(), 3, "another task's snapshot is no reason to write");
+  log.flushBefore('t-1');
+  assert.equal(commits(), 4);
+  assert.equal(reasonOf(store), 'fourth');
+  log.flushBefore('t-1');
+  assert.equal(commits(), 4, 'nothing left to write');
 });
 
 test('queued events survive a write they joined that fails, and a batch that cannot be written does not fail that write', (t) => {

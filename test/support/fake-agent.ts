@@ -19,6 +19,8 @@ export class FakeAgent implements Agent {
   maxConcurrent = 0;
   /** When set, openSession waits for it: the task is running but its session not yet recorded. */
   opening: Gate | undefined;
+  /** Called as each turn starts, before its first event: what the hub has stored by the time the agent works. */
+  onTurn: ((cwd: string) => void) | undefined;
   private active = 0;
   private nextSession = 1;
 
@@ -55,6 +57,7 @@ export class FakeAgent implements Agent {
       async *turn(prompt, { signal }): AsyncIterable<AgentEvent> {
         const [cmd, ...rest] = prompt.split(' ');
         const arg = rest.join(' ');
+        agent.onTurn?.(opts.cwd);
         agent.enter(opts.cwd);
         try {
           yield { kind: 'session', id };
