@@ -512,6 +512,30 @@ test("roots change while the engine runs; baton's own dirs are never a cwd, even
   );
 });
 
+test('a root reached through a link, or spelled with .. or a trailing slash, authorises what its real path holds; a dir that only starts with its name does not', async (t) => {
+  const base = tempDir(t);
+  const project = join(base, 'project');
+  const sibling = join(base, 'project-two');
+  const stateDir = join(base, 'state');
+  for (const d of [join(project, 'sub'), sibling, stateDir, join(base, 'other')]) mkdirSync(d, { recursive: true });
+  symlinkSync(project, join(base, 'link'));
+  let roots: string[] = [];
+  const { engine } = engineFor(t, { agents: { fake: new FakeAgent() }, roots: () => roots, stateDir });
+  let key = 0;
+  const run = (cwd: string) => engine.run('alice', { prompt: 'reply hi', cwd, idempotencyKey: `k${key++}` });
+  for (const root of [join(base, 'link'), `${join(base, 'other')}/../project`, `${project}/`, project]) {
+    roots = [join(base, 'other'), root];
+    for (const cwd of [project, join(project, 'sub'), join(base, 'link', 'sub')]) {
+      const task = await run(cwd);
+      assert.equal((await settle(engine, 'alice', task.taskId)).state, 'succeeded', `${cwd} under root ${root}`);
+    }
+    await assert.rejects(() => run(sibling), /outside the authorised roots/, `${sibling} under root ${root}`);
+  }
+  roots = [join(base, 'proj')];
+  mkdirSync(join(base, 'proj'));
+  await assert.rejects(() => run(project), /outside the authorised roots/);
+});
+
 test('durability: admission and continue answer after a synced commit; cancel is a synced commit; round ends are synced soon after; progress is not (rule: crash-durability)', async (t) => {
   const { engine, store, run } = setup(t);
   // Each sync, named by the acknowledged events it covers: a synced commit (durableTx) by the events it writes; a commit
