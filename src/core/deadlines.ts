@@ -29,7 +29,8 @@ export interface DeadlineOptions {
 export class Deadline {
   private idleTimer: NodeJS.Timeout | undefined;
   private hardTimer: NodeJS.Timeout | undefined;
-  private expired = false;
+  /** Expired or cleared: nothing arms a timer any more. */
+  private done = false;
   private readonly opts: DeadlineOptions;
   readonly startedAt = Date.now();
   lastActivityAt = Date.now();
@@ -44,12 +45,14 @@ export class Deadline {
 
   /** Call only for activity correlated to this call/run. Never extends the hard deadline. */
   touch(): void {
-    if (this.expired) return;
+    if (this.done) return;
     this.lastActivityAt = Date.now();
     this.armIdle();
   }
 
+  /** Ends both deadlines; activity reported after it (an agent's stream still draining) arms nothing. */
   clear(): void {
+    this.done = true;
     clearTimeout(this.idleTimer);
     clearTimeout(this.hardTimer);
   }
@@ -62,8 +65,7 @@ export class Deadline {
   }
 
   private expire(kind: DeadlineKind, ms: number): void {
-    if (this.expired) return;
-    this.expired = true;
+    if (this.done) return;
     this.clear();
     this.opts.onExpire(new DeadlineExceededError(kind, ms));
   }
