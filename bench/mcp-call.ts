@@ -13,9 +13,9 @@ import { delegate, makePlainDir, SHORT_PROMPT, scriptedHub } from './common.ts';
 import {
   type BenchOptions,
   type Cleanup,
-  cpuMs,
   info,
   interleave,
+  processCpu,
   ratioOfMedians,
   type Section,
   series,
@@ -46,12 +46,12 @@ export async function mcpCall(opts: BenchOptions, dir: string, cleanup: Cleanup)
   cleanup.after(() => bare.close().catch(() => {}));
 
   const perCall = (pid: number, c: Client, name: string, args: Record<string, unknown>) => async () => {
-    const cpu0 = cpuMs(pid);
+    const used = processCpu(pid);
     for (let i = 0; i < CALLS; i++) await c.callTool({ name, arguments: args });
-    return (cpuMs(pid) - cpu0) / CALLS;
+    return used() / CALLS;
   };
   const notes = [
-    `each sample: ${CALLS} sequential calls, CPU of the serving process from /proc/<pid>/stat (all its threads; 10 ms ticks) per call.`,
+    `each sample: ${CALLS} sequential calls, CPU of the serving process per call (all its threads, from /proc/<pid>/task/*/schedstat).`,
     'echo: a bare node:http server answering the same client by hand (bench/json-rpc-echo.js), the floor no MCP server goes below.',
   ];
   const s = await interleave(

@@ -23,9 +23,9 @@ import {
   type BenchOptions,
   type Cleanup,
   childrenCpuMs,
-  cpuMs,
   info,
   interleave,
+  processCpu,
   ratioOfMedians,
   type Section,
   series,
@@ -42,23 +42,27 @@ export async function throughput(opts: BenchOptions, dir: string, cleanup: Clean
   const hubCpu: number[] = [];
   const runnerCpu: number[] = [];
   const directCpu: number[] = [];
+  /** This process's CPU from now on, in ms (process.cpuUsage: microseconds). */
   const ownCpu = () => {
-    const u = process.cpuUsage();
-    return (u.user + u.system) / 1000;
+    const before = process.cpuUsage();
+    return () => {
+      const u = process.cpuUsage(before);
+      return (u.user + u.system) / 1000;
+    };
   };
   /** Tasks per second for IN_FLIGHT tasks, task i in cwds[i]; all at once, or one after another when `serial`. */
   const batch = async (
     one: (cwd: string) => Promise<void>,
     cwds: readonly string[],
-    cpu?: { of: () => number; samples: number[] },
+    cpu?: { start: () => () => number; samples: number[] },
     serial = false,
   ) => {
-    const cpu0 = cpu?.of() ?? 0;
+    const used = cpu?.start();
     const start = performance.now();
     if (serial) for (const cwd of cwds) await one(cwd);
     else await Promise.all(cwds.map(one));
     const seconds = (performance.now() - start) / 1000;
-    if (cpu) cpu.samples.push((cpu.of() - cpu0) / cwds.length);
+    if (cpu && used) cpu.samples.push(used() / cwds.length);
     return cwds.length / seconds;
   };
   const viaHub = async (cwd: string) => expectText((await delegate(client, SHORT_PROMPT, cwd)).text, SHORT_ANSWER);
@@ -68,7 +72,7 @@ export async function throughput(opts: BenchOptions, dir: string, cleanup: Clean
   const notes = [
     `goal rows: ${IN_FLIGHT} git repos, one task in each, all in flight at once on both sides.`,
     'same-repo rows (information): the hub runs one task at a time in one work tree (rule: workspace-locks), so its baseline is the direct client one at a time; "old figure" is the hub in one repo vs the direct client running all 16 at once in that repo, which is not the same work.',
-    'CPU (on the goal rows): /proc/<hub pid>/stat utime+stime of the daemon process alone (its agents excluded) vs process.cpuUsage() of this bench process while it drives the same agents; 10 ms clock ticks.',
+    "CPU (on the goal rows): the daemon process alone (its agents excluded), the sum of its threads' run time from /proc/<hub pid>/task/*/schedstat in ns, vs process.cpuUsage() of this bench process (microseconds) while it drives the same agents.",
     "snapshot runners row (information): the git snapshots the direct client does not take, run by the hub's long-lived `sh` runners (rule: snapshot-runners): their CPU and that of the gits they reaped, outside the daemon's own figure.",
   ];
   const s = await interleave(
@@ -76,11 +80,11 @@ export async function throughput(opts: BenchOptions, dir: string, cleanup: Clean
     {
       hub: async () => {
         const runners0 = childrenCpuMs(hubPid, 'sh');
-        const rate = await batch(viaHub, repos, { of: () => cpuMs(hubPid), samples: hubCpu });
+        const rate = await batch(viaHub, repos, { start: () => processCpu(hubPid), samples: hubCpu });
         runnerCpu.push((childrenCpuMs(hubPid, 'sh') - runners0) / repos.length);
         return rate;
       },
-      direct: () => batch(direct, repos, { of: ownCpu, samples: directCpu }),
+      direct: () => batch(direct, repos, { start: ownCpu, samples: directCpu }),
       hubSame: () => batch(viaHub, sameRepo),
       directSameSerial: () => batch(direct, sameRepo, undefined, true),
       directSameConcurrent: () => batch(direct, sameRepo),
