@@ -861,12 +861,12 @@ export class Engine {
     const own = this.privateDirs.find((dir) => isWithin(dir, real));
     if (own)
       throw new EngineError('forbidden', `cwd ${cwd} is inside baton's own files (${own}); choose a project dir`);
-    // A root that is a leading part of the cwd's real path needs no realpath of its own: that path has no links, no
-    // `.` or `..`, so such a root is itself real and exists. Otherwise roots are resolved one by one until one holds
-    // the cwd (a root may be reached through a link): a realpath per root looked at, not one per configured root. A
-    // root that vanished since it was authorised authorises nothing.
+    // An absolute root that is a leading part of the cwd's real path needs no realpath of its own: that path has no
+    // links, no `.` or `..`, so such a root is itself real and exists. Otherwise roots are resolved one by one until
+    // one holds the cwd (a root may be reached through a link): a realpath per root looked at, not one per configured
+    // root. A root that vanished since it was authorised authorises nothing.
     const configured = this.configuredRoots();
-    if (configured.some((root) => isWithin(root, real))) return real;
+    if (configured.some((root) => root.startsWith('/') && isWithin(root, real))) return real;
     const roots: string[] = [];
     for (const root of configured) {
       const realRootDir = realRoot(root);

@@ -534,6 +534,9 @@ test('a root reached through a link, or spelled with .. or a trailing slash, aut
   roots = [join(base, 'proj')];
   mkdirSync(join(base, 'proj'));
   await assert.rejects(() => run(project), /outside the authorised roots/);
+  // A root that is no absolute path is no leading part of anything (an empty one would lead every absolute path).
+  roots = [''];
+  await assert.rejects(() => run(project), /no project roots are authorised yet/);
 });
 
 test('durability: admission and continue answer after a synced commit; cancel is a synced commit; round ends are synced soon after; progress is not (rule: crash-durability)', async (t) => {
