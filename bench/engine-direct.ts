@@ -17,7 +17,7 @@ import { acpConfigSchema } from '../src/agents/acp/config.ts';
 import { silentLogger } from '../src/lib/log.ts';
 import { engineFor, settle } from '../test/support/engine.ts';
 import { directAcp, expectText, makeGitRepo, SCRIPTED_AGENT_COMMAND, SHORT_ANSWER, SHORT_PROMPT } from './common.ts';
-import { stats } from './harness.ts';
+import { ownCpu, stats } from './harness.ts';
 
 const arg = (name: string) => {
   const i = process.argv.indexOf(name);
@@ -57,16 +57,12 @@ const sides = {
 };
 const names = only ? [only as keyof typeof sides] : (Object.keys(sides) as (keyof typeof sides)[]);
 const samples: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
-const cpuMs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-};
 try {
   for (let r = -2; r < ROUNDS; r++) {
     for (const name of r % 2 ? names : [...names].reverse()) {
-      const before = cpuMs();
+      const used = ownCpu();
       await Promise.all(repos.map(sides[name]));
-      if (r >= 0) samples[name]!.push((cpuMs() - before) / IN_FLIGHT);
+      if (r >= 0) samples[name]!.push(used() / IN_FLIGHT);
     }
   }
 } finally {

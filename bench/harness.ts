@@ -197,6 +197,15 @@ export function processCpu(pid: number): () => number {
   };
 }
 
+/** processCpu for this process, from process.cpuUsage() (microseconds). */
+export function ownCpu(): () => number {
+  const before = process.cpuUsage();
+  return () => {
+    const u = process.cpuUsage(before);
+    return (u.user + u.system) / 1000;
+  };
+}
+
 function threadsCpu(pid: number): { ms: number; tids: string } | undefined {
   try {
     const tids = readdirSync(`/proc/${pid}/task`).sort();

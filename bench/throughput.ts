@@ -25,6 +25,7 @@ import {
   childrenCpuMs,
   info,
   interleave,
+  ownCpu,
   processCpu,
   ratioOfMedians,
   type Section,
@@ -42,14 +43,6 @@ export async function throughput(opts: BenchOptions, dir: string, cleanup: Clean
   const hubCpu: number[] = [];
   const runnerCpu: number[] = [];
   const directCpu: number[] = [];
-  /** This process's CPU from now on, in ms (process.cpuUsage: microseconds). */
-  const ownCpu = () => {
-    const before = process.cpuUsage();
-    return () => {
-      const u = process.cpuUsage(before);
-      return (u.user + u.system) / 1000;
-    };
-  };
   /** Tasks per second for IN_FLIGHT tasks, task i in cwds[i]; all at once, or one after another when `serial`. */
   const batch = async (
     one: (cwd: string) => Promise<void>,

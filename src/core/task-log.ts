@@ -65,15 +65,18 @@ interface LiveText {
 
 const now = () => new Date().toISOString();
 
-/** A queued write: an agent event, or a round's before-snapshot. */
-type Pending =
-  | {
-      taskId: string;
-      event: Omit<TaskEvent, 'seq'>;
-      /** The commentary text to append to the task's tail when the event is written. */
-      commentary?: string;
-    }
-  | { taskId: string; round: number; before: unknown };
+/** A queued agent event. */
+interface PendingEvent {
+  taskId: string;
+  event: Omit<TaskEvent, 'seq'>;
+  /** The commentary text to append to the task's tail when the event is written. */
+  commentary?: string;
+}
+
+/** A queued write: an agent event, or a round's before-snapshot (no event: nobody waits for it). */
+type Pending = PendingEvent | { taskId: string; round: number; before: unknown };
+
+const isEvent = (p: Pending): p is PendingEvent => 'event' in p;
 
 export interface RoundEnd {
   state: 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
@@ -173,7 +176,7 @@ export class TaskLog {
    */
   recordEvent(taskId: string, n: number, ev: Exclude<AgentEvent, { kind: 'end' | 'message' }>): void {
     const base = { time: now(), round: n };
-    let queued: Pending;
+    let queued: PendingEvent;
     switch (ev.kind) {
       case 'session':
         try {
@@ -236,7 +239,7 @@ export class TaskLog {
 
   /** Writes the queue now if it still holds a before-snapshot of `taskId` (see recordBefore); throws as flush(). */
   flushBefore(taskId: string): void {
-    if (this.pending.some((p) => 'before' in p && p.taskId === taskId)) this.flush();
+    if (this.pending.some((p) => !isEvent(p) && p.taskId === taskId)) this.flush();
   }
 
   /**
@@ -311,7 +314,7 @@ export class TaskLog {
     else if (soon) this.flushSoon(EVENT_FLUSH_MS);
   }
 
-  /** Writes every queued event in one transaction and nudges their waiters; throws what the store threw. */
+  /** Writes everything queued in one transaction and nudges the events' waiters; throws what the store threw. */
   flush(): void {
     if (!this.pending.length) return;
     // Inside another write (a read made from within it): the queue joins that write, and its waiters hear now.
@@ -335,7 +338,7 @@ export class TaskLog {
     try {
       this.store.savepoint(() => {
         for (const p of batch) {
-          if ('before' in p) {
+          if (!isEvent(p)) {
             this.store.updateRound(p.taskId, p.round, { before: p.before });
             continue;
           }
@@ -363,8 +366,7 @@ export class TaskLog {
           });
           this.droppedWhileFailing = 0;
         }
-        // A before-snapshot is no event: nobody waits for it.
-        for (const id of new Set(batch.flatMap((p) => ('event' in p ? [p.taskId] : [])))) this.waiters.nudge(id);
+        for (const id of new Set(batch.filter(isEvent).map((p) => p.taskId))) this.waiters.nudge(id);
       },
       rolledBack: () => {
         // The write they joined failed (the events themselves were fine): they are written again, first.
