@@ -1,14 +1,20 @@
 // Gives memory back once the daemon is quiet. V8 grows the young generation while modules load and while work comes in
 // fast, and keeps those pages (12-15 MiB in the hub) until it is told memory is short: an ordinary collection empties
-// them but does not return them. So when the daemon has been quiet for a while and the young generation holds more
-// than it needs, or the heap has grown since the last such collection, one last-resort collection (the one V8 runs
-// under memory pressure) hands them back. It runs only on quiet seconds, so no caller waits on it, and not again until
-// work has grown the heap anew.
+// them but does not return them. So when the daemon has been quiet for a whole second and the young generation holds
+// more than it needs, or the heap has grown since the last such collection, one last-resort collection (the one V8 runs
+// under memory pressure) hands them back. It runs only after quiet seconds, so no caller waits on it, and not again
+// until work has grown the heap anew.
 import { getHeapSpaceStatistics, getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
-/** How often the daemon looks at its CPU use; quiet means under QUIET_CPU_SHARE of one core over a whole period. */
-const CHECK_MS = 500;
+/**
+ * How often the daemon reads its CPU use, and for how long every reading must have been under QUIET_CPU_SHARE of one
+ * core. Short windows matter more than the length: a release costs two full collections (15-40 ms, a few hundred on a
+ * loaded machine), and with one half-second window a burst that began in its last tenth still read as quiet, so the
+ * release ran at the burst's start, under its first requests.
+ */
+const WINDOW_MS = 100;
+const QUIET_WINDOWS = 10;
 const QUIET_CPU_SHARE = 0.02;
 /** Young-generation pages held beyond this are worth a collection. */
 const YOUNG_SLACK_BYTES = 2 * 1024 * 1024;
@@ -66,22 +72,54 @@ export function releaseIdleMemory(): void {
   gc()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
 
+/**
+ * Counts the windows in a row whose CPU use (one reading per window of `windowMs`) stayed under `share` of one core:
+ * quiet once `windows` of them have. Any busier window starts the count again, and so does `forget()`.
+ */
+export class QuietWindows {
+  private inRow = 0;
+  private readonly windows: number;
+  private readonly busyMicros: number;
+
+  constructor(windows: number, windowMs: number, share: number) {
+    this.windows = windows;
+    this.busyMicros = windowMs * 1000 * share;
+  }
+
+  /** One window's CPU use, in microseconds. */
+  add(cpuMicros: number): void {
+    this.inRow = cpuMicros < this.busyMicros ? this.inRow + 1 : 0;
+  }
+
+  quiet(): boolean {
+    return this.inRow >= this.windows;
+  }
+
+  forget(): void {
+    this.inRow = 0;
+  }
+}
+
 /** Watches the daemon's CPU use and releases memory after quiet periods; returns a stop function. */
 export function watchIdleMemory(): () => void {
   let last = process.cpuUsage();
+  const recent = new QuietWindows(QUIET_WINDOWS, WINDOW_MS, QUIET_CPU_SHARE);
   /** The heap as the last release left it: growth past it is what a burst kept. */
   let floor = heapBytes();
   const timer = setInterval(() => {
     const used = process.cpuUsage(last);
     last = process.cpuUsage();
-    const quiet = (used.user + used.system) / 1000 < CHECK_MS * QUIET_CPU_SHARE;
-    if (quiet && (youngGenerationBytes() > YOUNG_SLACK_BYTES || heapBytes() > floor + HEAP_SLACK_BYTES)) {
+    recent.add(used.user + used.system);
+    if (!recent.quiet()) return;
+    // Looked at once per quiet second, not every window: reading the heap's figures costs more than a window's check.
+    recent.forget();
+    if (youngGenerationBytes() > YOUNG_SLACK_BYTES || heapBytes() > floor + HEAP_SLACK_BYTES) {
       releaseIdleMemory();
       floor = heapBytes();
-      // The collection's own CPU must not count as activity next period.
+      // The collection's own CPU must not count as activity.
       last = process.cpuUsage();
     }
-  }, CHECK_MS);
+  }, WINDOW_MS);
   timer.unref();
   return () => clearInterval(timer);
 }

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
-import { releaseIdleMemory, youngGenerationBytes } from '../../src/lib/idle-memory.ts';
+import { QuietWindows, releaseIdleMemory, youngGenerationBytes } from '../../src/lib/idle-memory.ts';
 
 const IDLE_MEMORY = new URL('../../src/lib/idle-memory.ts', import.meta.url).href;
 
@@ -44,4 +44,22 @@ test('tuneDaemonHeap stops a burst from growing the young generation (in a proce
   // V8's default lets such a burst take the young generation to 16 MiB semispaces (32 MiB); kept, it peaks at a few.
   assert.ok(grown >= 16 * 1024 * 1024, `without it the burst grows the young generation (${grown} bytes)`);
   assert.ok(kept <= 8 * 1024 * 1024, `with it the young generation stays small (${kept} bytes)`);
+});
+
+test('QuietWindows: quiet only after a whole run of quiet windows; one busy window, however late, starts it again', () => {
+  // Ten windows of 100 ms, busy from 2% of a core: 2 ms of CPU (2,000 µs) in a window.
+  const w = new QuietWindows(10, 100, 0.02);
+  for (let i = 0; i < 9; i++) w.add(300);
+  assert.equal(w.quiet(), false, 'nine quiet windows are not yet a quiet second');
+  w.add(1_999);
+  assert.equal(w.quiet(), true, 'the tenth, just under the bar, completes it');
+  // A burst that began in the newest window: the run is broken at once, whatever came before.
+  w.add(2_000);
+  assert.equal(w.quiet(), false, 'a window at the bar counts as busy');
+  for (let i = 0; i < 9; i++) w.add(0);
+  assert.equal(w.quiet(), false, 'the count starts again after a busy window');
+  w.add(0);
+  assert.equal(w.quiet(), true);
+  w.forget();
+  assert.equal(w.quiet(), false, 'forget() starts the count again');
 });
