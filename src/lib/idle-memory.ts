@@ -1,20 +1,20 @@
 // Gives memory back once the daemon is quiet. V8 grows the young generation while modules load and while work comes in
 // fast, and keeps those pages (12-15 MiB in the hub) until it is told memory is short: an ordinary collection empties
-// them but does not return them. So when the daemon has been quiet for a whole second and the young generation holds
-// more than it needs, or the heap has grown since the last such collection, one last-resort collection (the one V8 runs
-// under memory pressure) hands them back. It runs only after quiet seconds, so no caller waits on it, and not again
-// until work has grown the heap anew.
+// them but does not return them. So when the daemon has been quiet for a while and the young generation holds more
+// than it needs, or the heap has grown since the last such collection, one last-resort collection (the one V8 runs
+// under memory pressure) hands them back. It runs only on quiet seconds, so no caller waits on it, and not again until
+// work has grown the heap anew.
 import { getHeapSpaceStatistics, getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 /**
- * How often the daemon reads its CPU use, and for how long every reading must have been under QUIET_CPU_SHARE of one
- * core. Short windows matter more than the length: a release costs two full collections (15-40 ms, a few hundred on a
- * loaded machine), and with one half-second window a burst that began in its last tenth still read as quiet, so the
- * release ran at the burst's start, under its first requests.
+ * How often the daemon reads its CPU use; quiet means under QUIET_CPU_SHARE of one core over a whole period. A quiet
+ * half second that finds memory to give back is confirmed over CONFIRM_MS more just before the release: a release
+ * costs two full collections (15-40 ms, a few hundred on a loaded machine), and a burst that began in a half second's
+ * last tenth still read as quiet, so without the confirmation the release ran under the burst's first requests.
  */
-const WINDOW_MS = 100;
-const QUIET_WINDOWS = 10;
+const CHECK_MS = 500;
+const CONFIRM_MS = 100;
 const QUIET_CPU_SHARE = 0.02;
 /** Young-generation pages held beyond this are worth a collection. */
 const YOUNG_SLACK_BYTES = 2 * 1024 * 1024;
@@ -72,54 +72,56 @@ export function releaseIdleMemory(): void {
   gc()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
 
-/**
- * Counts the windows in a row whose CPU use (one reading per window of `windowMs`) stayed under `share` of one core:
- * quiet once `windows` of them have. Any busier window starts the count again, and so does `forget()`.
- */
-export class QuietWindows {
-  private inRow = 0;
-  private readonly windows: number;
-  private readonly busyMicros: number;
-
-  constructor(windows: number, windowMs: number, share: number) {
-    this.windows = windows;
-    this.busyMicros = windowMs * 1000 * share;
-  }
-
-  /** One window's CPU use, in microseconds. */
-  add(cpuMicros: number): void {
-    this.inRow = cpuMicros < this.busyMicros ? this.inRow + 1 : 0;
-  }
-
-  quiet(): boolean {
-    return this.inRow >= this.windows;
-  }
-
-  forget(): void {
-    this.inRow = 0;
-  }
+/** What the watcher reads and does; the daemon's own by default, stand-ins in tests. */
+export interface IdleMemoryHooks {
+  /** CPU used by the process so far, in microseconds. */
+  cpuMicros(): number;
+  /** There is memory worth a release (the young generation or the heap has grown). */
+  worthRelease(): boolean;
+  release(): void;
 }
 
-/** Watches the daemon's CPU use and releases memory after quiet periods; returns a stop function. */
-export function watchIdleMemory(): () => void {
-  let last = process.cpuUsage();
-  const recent = new QuietWindows(QUIET_WINDOWS, WINDOW_MS, QUIET_CPU_SHARE);
+function daemonHooks(): IdleMemoryHooks {
   /** The heap as the last release left it: growth past it is what a burst kept. */
   let floor = heapBytes();
-  const timer = setInterval(() => {
-    const used = process.cpuUsage(last);
-    last = process.cpuUsage();
-    recent.add(used.user + used.system);
-    if (!recent.quiet()) return;
-    // Looked at once per quiet second, not every window: reading the heap's figures costs more than a window's check.
-    recent.forget();
-    if (youngGenerationBytes() > YOUNG_SLACK_BYTES || heapBytes() > floor + HEAP_SLACK_BYTES) {
+  return {
+    cpuMicros: () => {
+      const u = process.cpuUsage();
+      return u.user + u.system;
+    },
+    worthRelease: () => youngGenerationBytes() > YOUNG_SLACK_BYTES || heapBytes() > floor + HEAP_SLACK_BYTES,
+    release: () => {
       releaseIdleMemory();
       floor = heapBytes();
+    },
+  };
+}
+
+/**
+ * Watches the daemon's CPU use and releases memory after a quiet half second, once the tenth of a second before the
+ * release was quiet too; returns a stop function.
+ */
+export function watchIdleMemory(hooks: IdleMemoryHooks = daemonHooks()): () => void {
+  const quiet = (sinceMicros: number, ms: number) => hooks.cpuMicros() - sinceMicros < ms * 1000 * QUIET_CPU_SHARE;
+  let last = hooks.cpuMicros();
+  let confirm: NodeJS.Timeout | undefined;
+  const timer = setInterval(() => {
+    const wasQuiet = quiet(last, CHECK_MS);
+    last = hooks.cpuMicros();
+    if (!wasQuiet || confirm || !hooks.worthRelease()) return;
+    const mark = last;
+    confirm = setTimeout(() => {
+      confirm = undefined;
+      if (!quiet(mark, CONFIRM_MS)) return;
+      hooks.release();
       // The collection's own CPU must not count as activity.
-      last = process.cpuUsage();
-    }
-  }, WINDOW_MS);
+      last = hooks.cpuMicros();
+    }, CONFIRM_MS);
+    confirm.unref();
+  }, CHECK_MS);
   timer.unref();
-  return () => clearInterval(timer);
+  return () => {
+    clearInterval(timer);
+    clearTimeout(confirm);
+  };
 }

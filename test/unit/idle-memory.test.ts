@@ -3,8 +3,8 @@
 // young generation at its starting size.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { test } from 'node:test';
-import { QuietWindows, releaseIdleMemory, youngGenerationBytes } from '../../src/lib/idle-memory.ts';
+import { mock, test } from 'node:test';
+import { releaseIdleMemory, watchIdleMemory, youngGenerationBytes } from '../../src/lib/idle-memory.ts';
 
 const IDLE_MEMORY = new URL('../../src/lib/idle-memory.ts', import.meta.url).href;
 
@@ -46,20 +46,58 @@ test('tuneDaemonHeap stops a burst from growing the young generation (in a proce
   assert.ok(kept <= 8 * 1024 * 1024, `with it the young generation stays small (${kept} bytes)`);
 });
 
-test('QuietWindows: quiet only after a whole run of quiet windows; one busy window, however late, starts it again', () => {
-  // Ten windows of 100 ms, busy from 2% of a core: 2 ms of CPU (2,000 µs) in a window.
-  const w = new QuietWindows(10, 100, 0.02);
-  for (let i = 0; i < 9; i++) w.add(300);
-  assert.equal(w.quiet(), false, 'nine quiet windows are not yet a quiet second');
-  w.add(1_999);
-  assert.equal(w.quiet(), true, 'the tenth, just under the bar, completes it');
-  // A burst that began in the newest window: the run is broken at once, whatever came before.
-  w.add(2_000);
-  assert.equal(w.quiet(), false, 'a window at the bar counts as busy');
-  for (let i = 0; i < 9; i++) w.add(0);
-  assert.equal(w.quiet(), false, 'the count starts again after a busy window');
-  w.add(0);
-  assert.equal(w.quiet(), true);
-  w.forget();
-  assert.equal(w.quiet(), false, 'forget() starts the count again');
+test('watchIdleMemory releases after a quiet half second only once the tenth of a second before it was quiet too', (t) => {
+  mock.timers.enable({ apis: ['setInterval', 'setTimeout'] });
+  t.after(() => mock.timers.reset());
+  // Quiet: under 2% of a core, so under 10 ms of CPU in a half second and under 2 ms in a tenth.
+  let cpu = 0;
+  let releases = 0;
+  const stop = watchIdleMemory({
+    cpuMicros: () => cpu,
+    worthRelease: () => true,
+    release: () => {
+      releases++;
+      cpu += 30_000; // the collection's own CPU
+    },
+  });
+  t.after(stop);
+
+  cpu += 9_000;
+  mock.timers.tick(500);
+  assert.equal(releases, 0, 'a quiet half second does not release at once');
+  // A burst starts in the tenth of a second after it: 2 ms of CPU.
+  cpu += 2_000;
+  mock.timers.tick(100);
+  assert.equal(releases, 0, 'a burst that began after the quiet half second holds the release back');
+
+  cpu += 20_000; // the burst's half second: busy
+  mock.timers.tick(400);
+  assert.equal(releases, 0, 'no release while busy');
+  mock.timers.tick(500);
+  cpu += 1_000;
+  mock.timers.tick(100);
+  assert.equal(releases, 1, 'a quiet half second and a quiet tenth after it release once');
+  // The release's own CPU does not make the next half second busy.
+  mock.timers.tick(500);
+  mock.timers.tick(100);
+  assert.equal(releases, 2);
+});
+
+test('watchIdleMemory leaves the heap alone while nothing is worth a release, however quiet', (t) => {
+  mock.timers.enable({ apis: ['setInterval', 'setTimeout'] });
+  t.after(() => mock.timers.reset());
+  let asked = 0;
+  let releases = 0;
+  const stop = watchIdleMemory({
+    cpuMicros: () => 0,
+    worthRelease: () => {
+      asked++;
+      return false;
+    },
+    release: () => releases++,
+  });
+  t.after(stop);
+  mock.timers.tick(5_000);
+  assert.equal(asked, 10, 'looked once per half second');
+  assert.equal(releases, 0);
 });
