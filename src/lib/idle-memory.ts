@@ -102,17 +102,17 @@ function daemonHooks(): IdleMemoryHooks {
  * release was quiet too; returns a stop function.
  */
 export function watchIdleMemory(hooks: IdleMemoryHooks = daemonHooks()): () => void {
-  const quiet = (sinceMicros: number, ms: number) => hooks.cpuMicros() - sinceMicros < ms * 1000 * QUIET_CPU_SHARE;
+  const quiet = (usedMicros: number, ms: number) => usedMicros < ms * 1000 * QUIET_CPU_SHARE;
   let last = hooks.cpuMicros();
   let confirm: NodeJS.Timeout | undefined;
   const timer = setInterval(() => {
-    const wasQuiet = quiet(last, CHECK_MS);
-    last = hooks.cpuMicros();
+    const mark = hooks.cpuMicros();
+    const wasQuiet = quiet(mark - last, CHECK_MS);
+    last = mark;
     if (!wasQuiet || confirm || !hooks.worthRelease()) return;
-    const mark = last;
     confirm = setTimeout(() => {
       confirm = undefined;
-      if (!quiet(mark, CONFIRM_MS)) return;
+      if (!quiet(hooks.cpuMicros() - mark, CONFIRM_MS)) return;
       hooks.release();
       // The collection's own CPU must not count as activity.
       last = hooks.cpuMicros();

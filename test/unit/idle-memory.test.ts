@@ -3,10 +3,16 @@
 // young generation at its starting size.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mock, test } from 'node:test';
+import { mock, type TestContext, test } from 'node:test';
 import { releaseIdleMemory, watchIdleMemory, youngGenerationBytes } from '../../src/lib/idle-memory.ts';
 
 const IDLE_MEMORY = new URL('../../src/lib/idle-memory.ts', import.meta.url).href;
+
+/** Intervals and timeouts on node:test's clock for this test. */
+function mockTimers(t: TestContext): void {
+  mock.timers.enable({ apis: ['setInterval', 'setTimeout'] });
+  t.after(() => mock.timers.reset());
+}
 
 test('releaseIdleMemory hands back the young generation a burst of short-lived objects grew', () => {
   // A burst like request handling: many short-lived objects, a few survivors, until the young generation has grown.
@@ -47,8 +53,7 @@ test('tuneDaemonHeap stops a burst from growing the young generation (in a proce
 });
 
 test('watchIdleMemory releases after a quiet half second only once the tenth of a second before it was quiet too', (t) => {
-  mock.timers.enable({ apis: ['setInterval', 'setTimeout'] });
-  t.after(() => mock.timers.reset());
+  mockTimers(t);
   // Quiet: under 2% of a core, so under 10 ms of CPU in a half second and under 2 ms in a tenth.
   let cpu = 0;
   let releases = 0;
@@ -84,8 +89,7 @@ test('watchIdleMemory releases after a quiet half second only once the tenth of 
 });
 
 test('watchIdleMemory leaves the heap alone while nothing is worth a release, however quiet', (t) => {
-  mock.timers.enable({ apis: ['setInterval', 'setTimeout'] });
-  t.after(() => mock.timers.reset());
+  mockTimers(t);
   let asked = 0;
   let releases = 0;
   const stop = watchIdleMemory({
