@@ -39,8 +39,8 @@ function gc(): (opts: GcOptions) => void {
 }
 
 /**
- * The daemon's collector settings, set once at its start (V8 reads both flags each time it grows the heap or starts a
- * collection, so they apply when set after start-up):
+ * The daemon's collector settings, set once at its start (V8 reads these flags each time it grows the heap, starts a
+ * collection or decides to optimize a function, so they apply when set after start-up):
  * - The young generation stays at the size V8 starts it with (1 MiB semispaces). By default V8 doubles it under a burst
  *   of requests, up to 16 MiB a semispace, and those pages stay committed until the quiet-time release below. For the
  *   daemon the larger young generation buys little (what survives a request is small) and costs twice: its pages are
@@ -51,10 +51,20 @@ function gc(): (opts: GcOptions) => void {
  *   mostly contend with them and with each other; a 1 MiB young generation is scavenged in well under a millisecond
  *   alone. Daemon CPU per task 5-10% lower with 16 tasks in flight, and the pauses measured under that load (trace-gc,
  *   wall time) no longer than with the helpers (bench/README, eighth round).
+ *   `--single-threaded-gc` set after start-up does not reach everything it implies at a process's start: V8 went on
+ *   marking old space on its helper threads, 1.2-1.5 ms of the daemon's CPU per task under 16 in flight, in bursts
+ *   that made one batch in five cost half again as much. V8's efficiency mode is the switch it reads at each
+ *   collection: with it, collections use no helper threads. Its marking is then incremental on the main thread,
+ *   during which V8 lets the young generation grow past the size kept above, so a full collection is one pause
+ *   instead (`--no-incremental-marking-for-gc-in-background`); it is rare, the heap is small (tens of ms), and it
+ *   does on one thread what the helpers did. Efficiency mode also leaves a function on Maglev code until it has run
+ *   15,000 times instead of 3,000 before Turbofan compiles it (bench/README, twelfth round).
  */
 export function tuneDaemonHeap(): void {
   setFlagsFromString('--semi-space-growth-factor=1');
   setFlagsFromString('--single-threaded-gc');
+  setFlagsFromString('--efficiency-mode');
+  setFlagsFromString('--no-incremental-marking-for-gc-in-background');
 }
 
 /** Physical bytes of the young generation. */
