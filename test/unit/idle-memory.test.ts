@@ -1,12 +1,20 @@
 // The hub's idle memory release: a last-resort collection returns the young generation's pages, which an ordinary
-// collection leaves committed (that is what kept the idle hub 12-15 MiB above what it holds); and the daemon keeping its
-// young generation at its starting size.
+// collection leaves committed (that is what kept the idle hub 12-15 MiB above what it holds); the daemon keeping its
+// young generation at its starting size and its collections off V8's helper threads; and when the watcher releases.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mock, type TestContext, test } from 'node:test';
 import { releaseIdleMemory, watchIdleMemory, youngGenerationBytes } from '../../src/lib/idle-memory.ts';
 
 const IDLE_MEMORY = new URL('../../src/lib/idle-memory.ts', import.meta.url).href;
+
+/**
+ * Runs an ES module script in a Node process of its own (V8 flags are process-wide) and returns what it wrote to
+ * stdout; the script imports idle-memory.ts from IDLE_MEMORY.
+ */
+function inChild(script: string): string {
+  return execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+}
 
 /** Intervals and timeouts on node:test's clock for this test. */
 function mockTimers(t: TestContext): void {
@@ -43,7 +51,7 @@ test('tuneDaemonHeap stops a burst from growing the young generation (in a proce
         if (i % 10_000 === 0) peak = Math.max(peak, youngGenerationBytes());
       }
       process.stdout.write(String(peak));`;
-    return Number(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }));
+    return Number(inChild(script));
   };
   const grown = burst(false);
   const kept = burst(true);
@@ -71,9 +79,7 @@ test("tuneDaemonHeap keeps collections off V8's helper threads (in a process of 
       const a = process.cpuUsage(all);
       const m = process.threadCpuUsage(main);
       process.stdout.write(JSON.stringify({ main: m.user + m.system, others: a.user + a.system - m.user - m.system }));`;
-    const { main, others } = JSON.parse(
-      execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }),
-    ) as { main: number; others: number };
+    const { main, others } = JSON.parse(inChild(script)) as { main: number; others: number };
     return others / main;
   };
   const plain = churn(false);
