@@ -5,6 +5,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { signalGroup } from '../lib/process-group.ts';
 
 export const GIT_TIMEOUT_MS = 30_000;
 export const MAX_OUTPUT_BYTES = 32 * 1024 * 1024;
@@ -41,9 +42,7 @@ export function statusAndNumstat(dir: string): Promise<RawSnapshot> {
     let failure: Error | undefined;
     const stop = (why: string) => {
       failure ??= new Error(why);
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {}
+      signalGroup(child.pid ?? -1, 'SIGKILL');
     };
     const collect = (into: Buffer[]) => (chunk: Buffer) => {
       bytes += chunk.length;
@@ -254,9 +253,7 @@ export class SnapshotRunners {
     const i = this.runners.indexOf(runner);
     if (i === -1) return;
     this.runners.splice(i, 1);
-    try {
-      process.kill(-runner.pgid, 'SIGKILL');
-    } catch {}
+    signalGroup(runner.pgid, 'SIGKILL');
     if (runner.current) {
       clearTimeout(runner.current.timer);
       runner.current.req.reject(why);
