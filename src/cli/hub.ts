@@ -142,7 +142,7 @@ export function registerHubCommands(program: Command): void {
       // Loaded here, not at the top: the server pulls in the engine and the MCP SDK, which other commands never need.
       const { Hub } = await import('../faces/hub/server.ts');
       const { preflightLines } = await import('../faces/hub/preflight.ts');
-      const { tuneDaemonHeap, watchIdleMemory } = await import('../lib/idle-memory.ts');
+      const { daemonHooks, tuneDaemonHeap, watchIdleMemory } = await import('../lib/idle-memory.ts');
       tuneDaemonHeap();
       const hub = await Hub.start({
         config: cfg,
@@ -160,8 +160,8 @@ export function registerHubCommands(program: Command): void {
           ? `roots: ${hub.currentRoots.join(', ')}`
           : 'no project roots yet — run `baton init` in a project',
       );
-      // Start-up garbage (and a burst's, later) is handed back once the daemon is quiet, not kept for its lifetime.
-      const stopWatching = watchIdleMemory();
+      // Start-up garbage (and a burst's, later) is handed back once the daemon is idle, not kept for its lifetime.
+      const stopWatching = watchIdleMemory(daemonHooks(() => hub.engine.roundsInFlight() > 0));
       const stop = () => void hub.close();
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);

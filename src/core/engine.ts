@@ -597,6 +597,11 @@ export class Engine {
       .map((p) => ({ ...p, text: shownPrompt(p.text, maxChars) }));
   }
 
+  /** Rounds scheduled in this process and not yet ended (running, or waiting for their lock); no store read. */
+  roundsInFlight(): number {
+    return this.active.size;
+  }
+
   health(): { queueDepth: number; running: number; states: Record<string, number> } {
     const states = this.store.stats();
     return { queueDepth: states.queued, running: states.running, states };

@@ -1,9 +1,9 @@
-// Gives memory back once the daemon is quiet. V8 grows the young generation while modules load and while work comes in
+// Gives memory back once the daemon is idle. V8 grows the young generation while modules load and while work comes in
 // fast, and keeps those pages (12-15 MiB in the hub) until it is told memory is short: an ordinary collection empties
-// them but does not return them. So when the daemon has been quiet for a while and the young generation holds more
-// than it needs, or the heap has grown since the last such collection, one last-resort collection (the one V8 runs
-// under memory pressure) hands them back. It runs only on quiet seconds, so no caller waits on it, and not again until
-// work has grown the heap anew.
+// them but does not return them. So when the daemon has no round in flight, has been quiet for a while, and the young
+// generation holds more than it needs, or the heap has grown since the last such collection, one last-resort
+// collection (the one V8 runs under memory pressure) hands them back. It runs only then, so no caller waits on it, and
+// not again until work has grown the heap anew.
 import { getHeapSpaceStatistics, getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
@@ -82,8 +82,15 @@ export function releaseIdleMemory(): void {
   gc()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
 
-/** What the watcher reads and does; the daemon's own by default, stand-ins in tests. */
+/** What the watcher reads and does; the daemon's own (daemonHooks), stand-ins in tests. */
 export interface IdleMemoryHooks {
+  /**
+   * Work is in flight (a round runs or waits for its lock). The daemon is then quiet only while agents think: its
+   * quiet seconds fall between a burst of admissions and the burst of their ends, which needs the memory again. A
+   * release there costs about 130 ms of CPU (two full collections, most of it on V8's helper threads) in the middle
+   * of that work, on the cores its agents run on.
+   */
+  busy(): boolean;
   /** CPU used by the process so far, in microseconds. */
   cpuMicros(): number;
   /** There is memory worth a release (the young generation or the heap has grown). */
@@ -91,10 +98,12 @@ export interface IdleMemoryHooks {
   release(): void;
 }
 
-function daemonHooks(): IdleMemoryHooks {
+/** The daemon's hooks; `busy` says whether work is in flight (Engine.roundsInFlight). */
+export function daemonHooks(busy: () => boolean): IdleMemoryHooks {
   /** The heap as the last release left it: growth past it is what a burst kept. */
   let floor = heapBytes();
   return {
+    busy,
     cpuMicros: () => {
       const u = process.cpuUsage();
       return u.user + u.system;
@@ -108,10 +117,10 @@ function daemonHooks(): IdleMemoryHooks {
 }
 
 /**
- * Watches the daemon's CPU use and releases memory after a quiet half second, once the tenth of a second before the
- * release was quiet too; returns a stop function.
+ * Watches the daemon's CPU use and releases memory after a quiet half second with no work in flight, once the tenth
+ * of a second before the release was quiet and idle too; returns a stop function.
  */
-export function watchIdleMemory(hooks: IdleMemoryHooks = daemonHooks()): () => void {
+export function watchIdleMemory(hooks: IdleMemoryHooks): () => void {
   const quiet = (usedMicros: number, ms: number) => usedMicros < ms * 1000 * QUIET_CPU_SHARE;
   let last = hooks.cpuMicros();
   let confirm: NodeJS.Timeout | undefined;
@@ -119,10 +128,10 @@ export function watchIdleMemory(hooks: IdleMemoryHooks = daemonHooks()): () => v
     const mark = hooks.cpuMicros();
     const wasQuiet = quiet(mark - last, CHECK_MS);
     last = mark;
-    if (!wasQuiet || confirm || !hooks.worthRelease()) return;
+    if (!wasQuiet || confirm || hooks.busy() || !hooks.worthRelease()) return;
     confirm = setTimeout(() => {
       confirm = undefined;
-      if (!quiet(hooks.cpuMicros() - mark, CONFIRM_MS)) return;
+      if (!quiet(hooks.cpuMicros() - mark, CONFIRM_MS) || hooks.busy()) return;
       hooks.release();
       // The collection's own CPU must not count as activity.
       last = hooks.cpuMicros();

@@ -13,7 +13,7 @@ import { Gate } from '../mock-models/server.ts';
 import { engineFor, settle } from '../support/engine.ts';
 import { FakeAgent } from '../support/fake-agent.ts';
 import { git } from '../support/git.ts';
-import { WaitBudget } from '../support/poll.ts';
+import { until, WaitBudget } from '../support/poll.ts';
 import { tempDir } from '../support/tmp.ts';
 
 function setup(
@@ -124,6 +124,22 @@ test('idempotency: the same key and payload return the same task, a different pa
   assert.equal(d.round, 2);
   await settled(engine, a.taskId);
   assert.equal(agent.opened.length, 2);
+});
+
+test('roundsInFlight counts rounds running or waiting for their lock, and none once they have ended', async (t) => {
+  // The daemon gives memory back only while this is 0 (lib/idle-memory.ts).
+  const { engine, run, agent } = setup(t);
+  assert.equal(engine.roundsInFlight(), 0);
+  const a = await run('gate a');
+  const b = await run('reply after a'); // the same dir: it waits for a's lock
+  await reaches(engine, a.taskId, 'running');
+  assert.equal(engine.status('alice', b.taskId).state, 'queued');
+  assert.equal(engine.roundsInFlight(), 2);
+  agent.gate('a').open();
+  assert.equal((await settled(engine, a.taskId)).state, 'succeeded');
+  assert.equal((await settled(engine, b.taskId)).state, 'succeeded');
+  // A round leaves the engine a few microtasks after its end is recorded (the lock goes first).
+  await until(() => engine.roundsInFlight() === 0, { what: 'both rounds to leave the engine' });
 });
 
 test('continue resumes the saved session and is refused while a round runs', async (t) => {

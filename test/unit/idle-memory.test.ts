@@ -96,6 +96,7 @@ test('watchIdleMemory releases after a quiet half second only once the tenth of 
   let cpu = 0;
   let releases = 0;
   const stop = watchIdleMemory({
+    busy: () => false,
     cpuMicros: () => cpu,
     worthRelease: () => true,
     release: () => {
@@ -131,6 +132,7 @@ test('watchIdleMemory leaves the heap alone while nothing is worth a release, ho
   let asked = 0;
   let releases = 0;
   const stop = watchIdleMemory({
+    busy: () => false,
     cpuMicros: () => 0,
     worthRelease: () => {
       asked++;
@@ -142,4 +144,30 @@ test('watchIdleMemory leaves the heap alone while nothing is worth a release, ho
   mock.timers.tick(5_000);
   assert.equal(asked, 10, 'looked once per half second');
   assert.equal(releases, 0);
+});
+
+test('watchIdleMemory holds the release while work is in flight, however quiet, and releases once it is done', (t) => {
+  mockTimers(t);
+  let busy = true;
+  let releases = 0;
+  const stop = watchIdleMemory({
+    busy: () => busy,
+    cpuMicros: () => 0,
+    worthRelease: () => true,
+    release: () => releases++,
+  });
+  t.after(stop);
+  // Rounds in flight whose agents think for seconds: the daemon is quiet all along.
+  mock.timers.tick(5_000);
+  assert.equal(releases, 0, 'no release while a round is in flight');
+  // A round admitted in the tenth of a second between the quiet half second and the release holds it back too.
+  busy = false;
+  mock.timers.tick(500);
+  busy = true;
+  mock.timers.tick(100);
+  assert.equal(releases, 0, 'work that began before the confirmation holds the release back');
+  busy = false;
+  mock.timers.tick(500);
+  mock.timers.tick(100);
+  assert.equal(releases, 1, 'idle and quiet: released');
 });
