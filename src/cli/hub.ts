@@ -132,6 +132,11 @@ export function registerHubCommands(program: Command): void {
     .option('--log-level <level>', 'debug | info | warn | error', logLevelArg)
     .option('--port <port>', 'override the configured port', portArg)
     .action(async (opts: { logLevel?: string; port?: number }) => {
+      // The daemon's collector settings go first: set after the server's modules had loaded, they came too late for
+      // the young generation those imports grew (15 MiB committed, copied into every agent forked before the first
+      // idle release).
+      const { daemonHooks, tuneDaemonHeap, watchIdleMemory } = await import('../lib/idle-memory.ts');
+      tuneDaemonHeap();
       const loc = location();
       // The first run creates the user config with no roots: which projects agents may touch is the user's call.
       await ensureConfig(loc);
@@ -142,8 +147,6 @@ export function registerHubCommands(program: Command): void {
       // Loaded here, not at the top: the server pulls in the engine and the MCP SDK, which other commands never need.
       const { Hub } = await import('../faces/hub/server.ts');
       const { preflightLines } = await import('../faces/hub/preflight.ts');
-      const { daemonHooks, tuneDaemonHeap, watchIdleMemory } = await import('../lib/idle-memory.ts');
-      tuneDaemonHeap();
       const hub = await Hub.start({
         config: cfg,
         logLevel: opts.logLevel as 'info' | undefined,
