@@ -1,5 +1,5 @@
 // `baton serve` tunes V8's collector before it loads the server (lib/idle-memory.ts, tuneDaemonHeap), so the young
-// generation never grows past its starting size, not even while the server's modules load. Read inside the daemon
+// generation stays at the size it has when `serve` begins, also while the server's modules load. Read inside the daemon
 // through a hook (test/support/heap-stats.mjs) that writes its heap statistics when the test asks.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -36,9 +36,9 @@ test('baton serve keeps its young generation small from its start, before any id
   const young = spaces.find((s) => s.space_name === 'new_space');
   assert.ok(young, 'V8 reports a new_space');
   // Tuned only after the server's imports, the daemon started with 14.8 MiB of young generation committed; tuned
-  // first, 4 MiB (the two semispaces the CLI's own start-up grew to before `serve` runs).
+  // first, 4 MiB (what the CLI's own start-up grew before `serve` runs). The bound leaves room for that to double.
   assert.ok(
-    young.physical_space_size <= 4 * MiB,
+    young.physical_space_size <= 8 * MiB,
     `young generation at start: ${(young.physical_space_size / MiB).toFixed(1)} MiB committed`,
   );
 });
