@@ -11,6 +11,7 @@ import {
   type BenchOptions,
   type Cleanup,
   interleave,
+  meanMs,
   ratioOfMedians,
   type Section,
   series,
@@ -84,11 +85,7 @@ export async function bigResult(opts: BenchOptions, dir: string, cleanup: Cleanu
   const small = await finishedTask(await connectCaller(cleanup, hub, 'bob'), work, SMALL);
   // Each sample is the mean of CALLS_PER_SAMPLE calls in a row: one call takes 1-5 ms here, and a single call's time
   // is mostly where the scheduler happened to put the two processes, which swung a ratio of medians by ±20%.
-  const sampled = (fn: () => Promise<unknown>) => async () => {
-    const start = performance.now();
-    for (let i = 0; i < CALLS_PER_SAMPLE; i++) await fn();
-    return (performance.now() - start) / CALLS_PER_SAMPLE;
-  };
+  const sampled = (fn: () => Promise<unknown>) => () => meanMs(CALLS_PER_SAMPLE, fn);
   const status = (t: Finished) => sampled(() => call(t.client, 'agent_status', { taskId: t.taskId }));
   const wait = (t: Finished) =>
     sampled(() => call(t.client, 'agent_wait', { taskId: t.taskId, after: t.cursor, timeoutMs: 0 }));

@@ -80,6 +80,13 @@ export async function timed(fn: () => Promise<unknown>): Promise<number> {
   return performance.now() - start;
 }
 
+/** Mean wall time in ms of `calls` runs of `fn` one after another: one sample of a call too short to time alone. */
+export async function meanMs(calls: number, fn: () => Promise<unknown>): Promise<number> {
+  const start = performance.now();
+  for (let i = 0; i < calls; i++) await fn();
+  return (performance.now() - start) / calls;
+}
+
 export interface Series {
   label: string;
   unit: string;

@@ -5,7 +5,16 @@
 import { startHub } from '../test/support/hub.ts';
 import { connectV2 } from '../test/support/mcp-v2.ts';
 import { makePlainDir } from './common.ts';
-import { type BenchOptions, type Cleanup, info, interleave, ratioOfMedians, type Section, series } from './harness.ts';
+import {
+  type BenchOptions,
+  type Cleanup,
+  info,
+  interleave,
+  meanMs,
+  ratioOfMedians,
+  type Section,
+  series,
+} from './harness.ts';
 
 /** Calls per sample: one round trip is well under a millisecond's worth of clock noise on a quiet machine. */
 const CALLS = 50;
@@ -15,11 +24,8 @@ export async function mcpEras(opts: BenchOptions, dir: string, cleanup: Cleanup)
   const hub = await startHub(cleanup, { dir, roots: [work], agents: {} });
   const modern = await connectV2(cleanup, hub, 'alice', 'modern');
   const legacy = await connectV2(cleanup, hub, 'alice', 'legacy');
-  const perCall = (client: typeof modern) => async () => {
-    const start = performance.now();
-    for (let i = 0; i < CALLS; i++) await client.callTool({ name: 'agent_list', arguments: {} });
-    return (performance.now() - start) / CALLS;
-  };
+  const perCall = (client: typeof modern) => () =>
+    meanMs(CALLS, () => client.callTool({ name: 'agent_list', arguments: {} }));
   const notes: string[] = [
     `each sample is the mean of ${CALLS} sequential agent_list calls; the hub builds a server instance per stateless request (the SDK's handler serves each instance once) and keeps one per caller for 2025 sessions.`,
   ];
