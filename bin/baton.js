@@ -5,7 +5,6 @@ import { existsSync, mkdirSync } from 'node:fs';
 import module from 'node:module';
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
-import { setFlagsFromString } from 'node:v8';
 
 const major = Number(process.versions.node.split('.')[0]);
 if (major < 24) {
@@ -21,7 +20,6 @@ if (!existsSync(main)) {
   process.exit(1);
 }
 enableCompileCache();
-enableFastJsonStringify();
 await import(main.href);
 
 /**
@@ -46,17 +44,4 @@ function enableCompileCache() {
   } catch {
     // A read-only or missing home: start without the cache.
   }
-}
-
-/**
- * V8's newer JSON.stringify (issue 13): every answer baton sends is JSON, and a tool answer carries its text twice
- * (TE-4), so a 32,768-code-point result page is about 66 KB of it. Node 24's V8 (13.6) ships that serializer behind
- * this flag, off; V8 13.8 and later (Node 25+) have it on by default, so it is set on Node 24 only. It writes the
- * same text: test/unit/json-stringify.test.ts compares the two serializers on baton's wire shapes and on the cases
- * where a serializer's shortcut could go wrong, in the Node that runs the suite. What it changes: 5-7x less CPU per
- * large answer (a result page's message 344 → 60 µs), about a fifth of the hub's CPU when paging a 10 MiB result,
- * and a document nested tens of thousands deep is written out instead of overflowing the stack.
- */
-function enableFastJsonStringify() {
-  if (major === 24) setFlagsFromString('--json-stringify-fast-path');
 }

@@ -11,6 +11,7 @@ export function registerAttachCommand(program: Command): void {
     .action(async () => {
       // Loaded on use so other commands do not pay for the attach face's start-up.
       const { CrossHarnessMcpServer } = await import('../faces/attach/server.ts');
+      (await import('../lib/json-stringify.ts')).useFastJsonStringify();
       const server = new CrossHarnessMcpServer();
       const stdinClosed = new Promise<void>((resolve) => {
         process.stdin.once('end', resolve);

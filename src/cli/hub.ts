@@ -137,6 +137,7 @@ export function registerHubCommands(program: Command): void {
       // idle release).
       const { daemonHooks, tuneDaemonHeap, watchIdleMemory } = await import('../lib/idle-memory.ts');
       tuneDaemonHeap();
+      (await import('../lib/json-stringify.ts')).useFastJsonStringify();
       const loc = location();
       // The first run creates the user config with no roots: which projects agents may touch is the user's call.
       await ensureConfig(loc);

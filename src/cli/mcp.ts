@@ -21,6 +21,7 @@ export function registerProviderCommand(program: Command): void {
         process.stdout.write(await providersHelp());
         return;
       }
+      (await import('../lib/json-stringify.ts')).useFastJsonStringify();
       // Everything but --provider is the provider's own to parse.
       await runProvider(opts.provider, stripProviderFlag(rest));
     });

@@ -1,4 +1,5 @@
-// The launcher (bin/baton.js) turns on V8's newer JSON.stringify on Node 24, where it is behind a flag. These tests run
+// The serving commands (src/lib/json-stringify.ts) turn on V8's newer JSON.stringify on Node 24, where it is behind a
+// flag. These tests run
 // both serializers in this process on baton's own wire shapes and on the cases where a serializer's shortcut could go
 // wrong, and require the same text (or the same error) from each: a Node whose fast path differs fails here.
 import assert from 'node:assert/strict';
