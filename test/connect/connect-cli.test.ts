@@ -4,7 +4,16 @@
 // whose connects feed real delegating runs); --provider registers a command that runs from any directory. The client
 // CLIs are the real ones from npm; no model is involved here.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -308,4 +317,75 @@ test('connect claude --provider codex: an absolute Node + baton command that ser
   t.after(() => client.close());
   const tools = (await client.listTools()).tools.map((x) => x.name);
   assert.ok(tools.includes('codex'), tools.join(', '));
+});
+
+/** The mode of every dir and file under each of `roots` (and the roots themselves), by path. */
+function modesUnder(...roots: string[]): Map<string, number> {
+  const modes = new Map<string, number>();
+  for (const root of roots) {
+    modes.set(root, statSync(root).mode & 0o7777);
+    for (const e of readdirSync(root, { recursive: true, withFileTypes: true })) {
+      const p = join(e.parentPath, e.name);
+      if (p.includes('/.cache/baton/node-compile-cache')) continue;
+      modes.set(p, lstatSync(p).mode & 0o7777);
+    }
+  }
+  return modes;
+}
+
+test("connect leaves the modes of the user's dirs and files alone, for every client and scope", async (t) => {
+  const s = setup(t);
+  const umask = process.umask();
+  const json = (path: string, text = '{}\n') => {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, text);
+  };
+  // Everything connect may touch exists first, with the modes a user typically has (dirs 0755, files 0644).
+  for (const f of [
+    join(s.home, '.claude.json'),
+    join(s.home, '.claude', 'settings.json'),
+    join(s.project, '.mcp.json'),
+    join(s.home, '.gemini', 'settings.json'),
+    join(s.home, '.config', 'opencode', 'opencode.json'),
+  ])
+    json(f);
+  json(join(s.home, '.codex', 'config.toml'), 'model = "gpt-x"\n');
+  const all = (dir: string, dirMode: number, fileMode: number) => {
+    for (const [p] of modesUnder(dir)) chmodSync(p, statSync(p).isDirectory() ? dirMode : fileMode);
+  };
+  all(s.home, 0o755, 0o644);
+  all(s.project, 0o755, 0o644);
+  const env = { ...s.env, CODEX_HOME: join(s.home, '.codex') };
+  for (const [client, scope] of [
+    ['claude', 'user'],
+    ['claude', 'project'],
+    ['codex', 'user'],
+    ['gemini', 'user'],
+    ['gemini', 'project'],
+    ['opencode', 'user'],
+    ['opencode', 'project'],
+  ] as const) {
+    const before = modesUnder(s.home, s.project);
+    const r = await s.connect([client, '--scope', scope], { env });
+    assert.equal(r.code, 0, `${client} ${scope}: ${r.stderr}`);
+    const after = modesUnder(s.home, s.project);
+    // `codex mcp add` itself rewrites config.toml 0600 (Codex 0.169.0's own choice for a file that may hold secrets);
+    // baton's edit after it keeps whatever mode the file then has.
+    if (client === 'codex')
+      after.set(join(s.home, '.codex', 'config.toml'), before.get(join(s.home, '.codex', 'config.toml'))!);
+    for (const [p, mode] of before)
+      assert.equal(after.get(p)?.toString(8), mode.toString(8), `${client} --scope ${scope} changed the mode of ${p}`);
+    // What connect created itself (.claude/settings.local.json and its dir, ./opencode.json) has the umask's modes.
+    for (const p of [
+      join(s.project, '.claude'),
+      join(s.project, '.claude', 'settings.local.json'),
+      join(s.project, 'opencode.json'),
+    ]) {
+      if (before.has(p) || !after.has(p)) continue;
+      const want = (statSync(p).isDirectory() ? 0o777 : 0o666) & ~umask;
+      assert.equal(after.get(p)!.toString(8), want.toString(8), `${p}, created by connect ${client} --scope ${scope}`);
+    }
+  }
+  assert.ok(existsSync(join(s.project, 'opencode.json')));
+  assert.ok(existsSync(join(s.project, '.claude', 'settings.local.json')));
 });

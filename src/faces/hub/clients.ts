@@ -1,11 +1,11 @@
 // `baton connect` (issue 10): how each MCP client registers baton through its own CLI, plus exactly the one setting
 // that client needs to call baton's tools without asking. Plans are data (printable with --print), run by runPlan,
 // which puts every touched file back when a step fails. No token is ever written: each client reads it from an env var.
-import { chmodSync, existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { captureCommand } from '../../lib/capture.ts';
-import { writePrivateFile } from '../../lib/private-fs.ts';
 import type { ClientName } from './client-names.ts';
 
 export type Scope = 'user' | 'project';
@@ -320,7 +320,7 @@ export async function runPlan(plan: Plan, env: NodeJS.ProcessEnv, cwd: string): 
   for (const s of plan.steps) if (s.kind === 'edit' && s.checkFirst) s.apply(readIfExists(s.path));
   const snapshot = new Map<string, { text: string; mode: number } | null>();
   for (const f of new Set([...plan.files, ...plan.steps.flatMap((s) => (s.kind === 'edit' ? [s.path] : []))])) {
-    snapshot.set(f, existsSync(f) ? { text: readFileSync(f, 'utf8'), mode: statSync(f).mode & 0o777 } : null);
+    snapshot.set(f, existsSync(f) ? { text: readFileSync(f, 'utf8'), mode: statSync(f).mode & 0o7777 } : null);
   }
   const outcomes: StepOutcome[] = [];
   try {
@@ -332,26 +332,39 @@ export async function runPlan(plan: Plan, env: NodeJS.ProcessEnv, cwd: string): 
           throw new ConnectError(`\`${shellQuote(step.argv)}\` failed (exit ${r.code}): ${detail || 'no output'}`);
         outcomes.push({ step, ok: r.code === 0, detail });
       } else {
-        const before = readIfExists(step.path);
-        const mode = snapshot.get(step.path)?.mode;
-        writePrivateFile(step.path, step.apply(before));
-        if (mode !== undefined) chmodSync(step.path, mode);
+        writeUserFile(step.path, step.apply(readIfExists(step.path)));
         outcomes.push({ step, ok: true });
       }
     }
   } catch (err) {
     for (const [f, was] of snapshot) {
       if (was === null) rmSync(f, { force: true });
-      else {
-        writePrivateFile(f, was.text);
-        chmodSync(f, was.mode);
-      }
+      else writeUserFile(f, was.text, was.mode);
     }
     throw err instanceof ConnectError
       ? new ConnectError(`${err.message}\nnothing was changed (every file touched was put back)`)
       : err;
   }
   return outcomes;
+}
+
+/**
+ * Writes one of the user's own client files atomically (temp file + rename) without changing a mode: an existing
+ * file keeps its mode (or `mode`, when putting a file back), a new one gets the user's umask default, and missing
+ * parent dirs are created as the umask says. baton's own files are private (lib/private-fs.ts); these are not baton's.
+ */
+function writeUserFile(path: string, text: string, mode?: number): void {
+  const keep = mode ?? (existsSync(path) ? statSync(path).mode & 0o7777 : undefined);
+  mkdirSync(dirname(path), { recursive: true });
+  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    writeFileSync(tmp, text, { flag: 'wx' });
+    if (keep !== undefined) chmodSync(tmp, keep);
+    renameSync(tmp, path);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
 }
 
 function readIfExists(path: string): string | undefined {
