@@ -23,7 +23,7 @@ const SMALL = 400;
 const SIZED_AGENT = fileURLToPath(new URL('./sized-reply-agent.ts', import.meta.url));
 /** Calls whose mean makes one latency sample. */
 const CALLS_PER_SAMPLE = 10;
-/** Paging the big answer is repeated at most this long (one read took 40-140 s before issue 13). */
+/** Paging the big answer is repeated at most this long (one read could take 40-140 s when reads cost in proportion to the answer's size). */
 const PAGING_BUDGET_MS = 20_000;
 
 interface Finished {

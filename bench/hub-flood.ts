@@ -1,4 +1,4 @@
-// `npm run bench:flood`: how responsive the hub stays while an agent floods it with events (issue 12). A real hub
+// `npm run bench:flood`: how responsive the hub stays while an agent floods it with events. A real hub
 // daemon runs the scripted ACP agent emitting 10,000 plan updates; meanwhile /healthz is polled back to back and its
 // latencies are reported (p50, p99, max). The target is p99 under 50 ms on a quiet machine; this prints, it does not
 // assert.

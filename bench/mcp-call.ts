@@ -1,4 +1,4 @@
-// What one MCP call costs the hub daemon (issue 13): a warm hub, one finished task, sequential agent_status,
+// What one MCP call costs the hub daemon: a warm hub, one finished task, sequential agent_status,
 // agent_wait (answered at once: the task has ended) and agent_result calls from the SDK v1 client the throughput bench
 // uses (2025 session), hub CPU per call from /proc. The floor beside it: the same client calling a bare node:http
 // JSON-RPC responder (json-rpc-echo.js: no SDK, no validation, no store), its CPU per call. Printed, not a goal: a

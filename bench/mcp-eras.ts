@@ -1,4 +1,4 @@
-// One tools/call round trip on the hub in each MCP era (issue 14): a 2026-07-28 stateless request (SDK v2 client,
+// One tools/call round trip on the hub in each MCP era: a 2026-07-28 stateless request (SDK v2 client,
 // per-request _meta, no session) vs a 2025-era request on an initialized session (SDK v2 client, Mcp-Session-Id), the
 // same tool (agent_list) on the same hub, interleaved. Printed as ms per call and their ratio, for context.
 

@@ -1,4 +1,4 @@
-// Where one paging read of a 10 MiB answer spends its time (issue 13, "paging a 10 MiB result ≤ 1 s"): the same 320
+// Where one paging read of a 10 MiB answer spends its time ("paging a 10 MiB result ≤ 1 s"): the same 320
 // agent_result calls through each official client (SDK v1 `Client` on a 2025 session, SDK v2 `Client` on a 2025
 // session and stateless 2026-07-28), interleaved, with wall time, the bench process's own CPU and the hub daemon's CPU
 // (from /proc) per read. Not part of `npm run bench`; run it directly:

@@ -1,5 +1,5 @@
 // `npm run bench`: what baton costs next to the same work done without it, measured side by side in one run and
-// printed as ratios against the goals of issue 13 (never as timed tests). `npm run bench` builds dist/ first
+// printed as ratios against their goals (never as timed tests). `npm run bench` builds dist/ first
 // (prebench), since every hub and provider here is the compiled `baton` a user runs.
 //
 //   npm run bench [-- --runs N] [-- --only acp,codex,throughput,big-result,startup,memory,mcp-eras,mcp-call] [-- --json]

@@ -1,4 +1,4 @@
-// What SQLite's `synchronous` level costs the hub (issue 13, docs/durability.md): the store writes of one short task,
+// What SQLite's `synchronous` level costs the hub (docs/durability.md): the store writes of one short task,
 // in the order the engine makes them (admission; running; worker group; session; before-snapshot; a batch of events
 // with commentary; the round's end with its result; worker removed), timed per task on this thread under four
 // policies:
@@ -6,7 +6,7 @@
 //   full     every commit synced to the disk (synchronous = FULL, what the store did first)
 //   normal   no commit synced (synchronous = NORMAL in WAL: commits reach the OS only; checkpoints still sync)
 //   acked    NORMAL, the admission synced on this thread (durableTx) and the round's end synced in the background
-//            (syncSoon, in the thread pool): what the store did until the seventh round of issue 13
+//            (syncSoon, in the thread pool): the step between full and group
 //   group    NORMAL, the admission committed and its sync asked of the thread pool (commitThenSync; admissions of the
 //            same moment share one), the round's end as in acked: what the store does now. Its answers wait for
 //            those syncs; this thread does not.

@@ -70,7 +70,7 @@ export async function throughput(opts: BenchOptions, dir: string, cleanup: Clean
     "CPU (on the goal rows): the daemon process alone (its agents excluded), the sum of its threads' run time from /proc/<hub pid>/task/*/schedstat in ns, vs process.cpuUsage() of this bench process (microseconds) while it drives the same agents.",
     "snapshot runners row (information): the git snapshots the direct client does not take, run by the hub's long-lived `sh` runners (rule: snapshot-runners): their CPU and that of the gits they reaped, outside the daemon's own figure.",
   ];
-  // The goal pair runs on its own so that it gets all its runs within the budget (the issue asks for at least 20);
+  // The goal pair runs on its own so that it gets all its runs within the budget (the goal asks for at least 20);
   // the same-repo rows, two of them one task at a time, take most of the time and follow as information.
   const goal = await interleave(
     opts.runs,

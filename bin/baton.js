@@ -23,7 +23,7 @@ enableCompileCache();
 await import(main.href);
 
 /**
- * Node's compile cache for baton's own start-up (issue 13): every start after the first reuses V8's compiled code for
+ * Node's compile cache for baton's own start-up: every start after the first reuses V8's compiled code for
  * dist/ and the dependencies instead of compiling ~170 modules again. It lives in a private per-user cache dir, never
  * the shared tmp dir Node would pick (another user could plant code there). NODE_COMPILE_CACHE and
  * NODE_DISABLE_COMPILE_CACHE keep their meaning (Node applies them itself); any failure leaves the cache off.

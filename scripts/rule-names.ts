@@ -15,8 +15,25 @@ const ID = String.raw`\b(?:AG|TE|HB|P|AT|LB|SE|UX|TS)-[0-9A-Z]+\b`;
 interface Rule {
   name: string;
   id: string;
-  /** Paths from the index's "enforced in" column, relative to the source dir; may hold a `*`. */
+  /** Paths from the entry's "Where:" line, relative to the source dir; may hold a `*`. */
   paths: string[];
+  /** What is wrong with the entry's shape (no "Where:" line, a list that is not `path`, `path`, …), if anything. */
+  malformed?: string;
+}
+
+/** One item of a "Where:" list: a backticked path, optionally followed by a backticked name in parentheses. */
+const WHERE_ITEM = String.raw`\`[^\`]+\`(?: \(\`[^\`]+\`\))?`;
+const WHERE_LIST = new RegExp(`^${WHERE_ITEM}(?:, ${WHERE_ITEM})*$`);
+
+/** Why an entry's text does not end in one well-formed "Where:" list, or undefined when it does. */
+function whereProblem(text: string, lines: string[]): string | undefined {
+  const whereLines = lines.filter((l) => /\bWhere:/.test(l));
+  if (whereLines.length === 0) return 'no "Where:" line';
+  if (whereLines.length > 1) return 'more than one "Where:"';
+  if (!/^ {2}Where: /.test(whereLines[0]!)) return '"Where:" does not start its own line';
+  const list = text.split(' Where: ')[1]!.trim();
+  if (!WHERE_LIST.test(list)) return `"Where:" is not a list of \`path\`s separated by ", ": ${list}`;
+  return undefined;
 }
 
 /**
@@ -25,11 +42,12 @@ interface Rule {
  */
 function readIndex(indexPath: string): Rule[] {
   const rules: Rule[] = [];
-  let current: { rule: Rule; text: string } | undefined;
+  let current: { rule: Rule; text: string; lines: string[] } | undefined;
   const finish = () => {
     if (!current) return;
     const where = current.text.split(' Where: ')[1] ?? '';
     current.rule.paths = [...where.matchAll(/`([^`]+)`/g)].map((p) => p[1]!).filter((p) => /\/|\.ts$/.test(p));
+    current.rule.malformed = whereProblem(current.text, current.lines);
     rules.push(current.rule);
     current = undefined;
   };
@@ -37,9 +55,11 @@ function readIndex(indexPath: string): Rule[] {
     const head = /^- `([a-z0-9-]+)` \(([A-Z]+-[0-9A-Z]+)\): /.exec(line);
     if (head) {
       finish();
-      current = { rule: { name: head[1]!, id: head[2]!, paths: [] }, text: line };
-    } else if (current && /^\s+\S/.test(line)) current.text += ` ${line.trim()}`;
-    else finish();
+      current = { rule: { name: head[1]!, id: head[2]!, paths: [] }, text: line, lines: [line] };
+    } else if (current && /^\s+\S/.test(line)) {
+      current.text += ` ${line.trim()}`;
+      current.lines.push(line);
+    } else finish();
   }
   finish();
   return rules;
@@ -239,6 +259,7 @@ function main(): number {
 
   if (values.check) {
     for (const rule of rules) {
+      if (rule.malformed) findings.push(`${values.index}: ${rule.name}: ${rule.malformed}`);
       for (const path of rule.paths) {
         const found = path.includes('*') ? globSync(path, { cwd: dir }).length > 0 : existsSync(join(dir, path));
         if (!found) findings.push(`${values.index}: ${rule.name} lists ${path}, which is not under ${values.dir}`);

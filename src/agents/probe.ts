@@ -1,4 +1,4 @@
-// Probing an agent (rule `free-probes`, issue 12): version and login checks run under one deadline, and every process
+// Probing an agent (rule `free-probes`): version and login checks run under one deadline, and every process
 // group the probe spawns (at whatever depth of the adapter) is reported and stopped when the probe ends or its deadline
 // passes, so a hung `--version` cannot outlive the preflight.
 import { type ChildGroup, withGroupScope } from '../lib/process-group.ts';

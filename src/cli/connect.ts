@@ -1,4 +1,4 @@
-// `baton connect <client>` (issue 10): registers the hub (or a stdio provider) with an MCP client through that client's
+// `baton connect <client>`: registers the hub (or a stdio provider) with an MCP client through that client's
 // own CLI, plus the one permission setting it needs to call baton's tools non-interactively; prints what it changed.
 import { realpathSync } from 'node:fs';
 import { join } from 'node:path';

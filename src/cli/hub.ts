@@ -132,8 +132,8 @@ export function registerHubCommands(program: Command): void {
     .option('--log-level <level>', 'debug | info | warn | error', logLevelArg)
     .option('--port <port>', 'override the configured port', portArg)
     .action(async (opts: { logLevel?: string; port?: number }) => {
-      // The daemon's collector settings go first: set after the server's modules had loaded, they came too late for
-      // the young generation those imports grew (15 MiB committed, copied into every agent forked before the first
+      // The daemon's collector settings go first: set after the server's modules load, they would come too late for
+      // the young generation those imports grow (15 MiB committed, copied into every agent forked before the first
       // idle release).
       const { daemonHooks, tuneDaemonHeap, watchIdleMemory } = await import('../lib/idle-memory.ts');
       tuneDaemonHeap();

@@ -1,4 +1,4 @@
-// `baton store check|backup|restore` (issue 12): inspect the store the way the hub's start does, copy it, or put a copy
+// `baton store check|backup|restore`: inspect the store the way the hub's start does, copy it, or put a copy
 // back. The state dir comes from the same config resolution every command uses.
 import type { Command } from 'commander';
 import { loadHubConfig } from './hub-config.ts';

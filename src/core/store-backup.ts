@@ -1,4 +1,4 @@
-// Checking, copying and restoring the store (issue 12): `baton store check|backup|restore` and the hub's scheduled
+// Checking, copying and restoring the store: `baton store check|backup|restore` and the hub's scheduled
 // online backups. Copies are `VACUUM INTO` snapshots (consistent while the hub keeps writing) in <stateDir>/backups,
 // 0600. A restore never runs under a live hub (it needs the daemon lease) and keeps the files it replaces.
 import { closeSync, copyFileSync, existsSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// The store knows it had data (issue 12): a small marker beside baton.db records how many tasks the store held, the
+// The store knows it had data: a small marker beside baton.db records how many tasks the store held, the
 // schema version, a checksum of the DB header's fixed fields and whether the last hub closed cleanly. SQLite opens a
 // missing, truncated or WAL-less database as an empty store without complaint; these checks, run before it opens,
 // turn that into a refusal that names the damaged file and the way back (`baton store check|backup|restore`).

@@ -42,23 +42,19 @@ function gc(): (opts: GcOptions) => void {
  * The daemon's collector settings, set once at its start (V8 reads these flags each time it grows the heap, starts a
  * collection or decides to optimize a function, so they apply when set after start-up):
  * - The young generation stays at the size V8 starts it with (1 MiB semispaces). By default V8 doubles it under a burst
- *   of requests, up to 16 MiB a semispace, and those pages stay committed until the quiet-time release below. For the
- *   daemon the larger young generation buys little (what survives a request is small) and costs twice: its pages are
- *   resident, and every agent the daemon spawns forks them (copying their page table entries, then a fault on each one
- *   written afterwards). With 16 tasks in flight: peak RSS 113 → 98-101 MiB, RSS after 200 tasks 1.08-1.11x →
- *   1.04-1.08x idle.
+ *   of requests, and those pages stay committed until the quiet-time release below. For the daemon the larger young
+ *   generation buys little (what survives a request is small) and costs twice: its pages are resident, and every agent
+ *   the daemon spawns forks them (copying their page table entries, then a fault on each one written afterwards).
  * - Collections run on the main thread only. On the two cores of a machine that also runs the agents, helper threads
- *   mostly contend with them and with each other; a 1 MiB young generation is scavenged in well under a millisecond
- *   alone. Daemon CPU per task 5-10% lower with 16 tasks in flight, and the pauses measured under that load (trace-gc,
- *   wall time) no longer than with the helpers (bench/README, eighth round).
- *   `--single-threaded-gc` set after start-up does not reach everything it implies at a process's start: V8 went on
- *   marking old space on its helper threads, 1.2-1.5 ms of the daemon's CPU per task under 16 in flight, in bursts
- *   that made one batch in five cost half again as much. V8's efficiency mode is the switch it reads at each
- *   collection: with it, collections use no helper threads. Its marking is then incremental on the main thread,
- *   during which V8 lets the young generation grow past the size kept above, so a full collection is one pause
- *   instead (`--no-incremental-marking-for-gc-in-background`); it is rare, the heap is small (tens of ms), and it
- *   does on one thread what the helpers did. Efficiency mode also leaves a function on Maglev code until it has run
- *   15,000 times instead of 3,000 before Turbofan compiles it (bench/README, twelfth round).
+ *   mostly contend with them and with each other; a 1 MiB young generation is scavenged in well under a millisecond.
+ *   `--single-threaded-gc` set after start-up does not reach everything it implies at a process's start (V8 goes on
+ *   marking old space on its helper threads), so V8's efficiency mode, the switch it reads at each collection, is on
+ *   too: with it, collections use no helper threads. Its marking is then incremental on the main thread, during which
+ *   V8 lets the young generation grow past the size kept above, so a full collection is one pause instead
+ *   (`--no-incremental-marking-for-gc-in-background`); it is rare, the heap is small, and it does on one thread what
+ *   the helpers did. Efficiency mode also leaves a function on Maglev code longer before Turbofan compiles it.
+ * Measured in bench/README.md, "Fewer second waits, no marker file per admission, a small young generation collected
+ * on the main thread" and "Collections off V8's helper threads".
  */
 export function tuneDaemonHeap(): void {
   setFlagsFromString('--semi-space-growth-factor=1');

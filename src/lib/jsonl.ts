@@ -4,7 +4,7 @@ import type { Readable, Writable } from 'node:stream';
 export const DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024;
 /**
  * Lines handled per turn of the event loop: a chunk holding thousands of small lines (an agent flooding events) is
- * split across turns, so the hub's HTTP requests are served in between instead of after the whole chunk (issue 12).
+ * split across turns, so the hub's HTTP requests are served in between instead of after the whole chunk.
  */
 const LINES_PER_TURN = 32;
 

@@ -1,5 +1,4 @@
-// Path containment on real paths: the check behind authorised roots and baton's own private dirs (rule `roots-only`,
-// issue 12).
+// Path containment on real paths: the check behind authorised roots and baton's own private dirs (rule `roots-only`).
 import { realpathSync } from 'node:fs';
 import { basename, dirname, resolve, sep } from 'node:path';
 

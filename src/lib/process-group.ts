@@ -35,7 +35,7 @@ const groupScope = new AsyncLocalStorage<GroupScope>();
 
 /**
  * Runs `fn` so that every process group it spawns, directly or through an agent adapter, is reported to `scope`: the
- * hub uses it to put a deadline on probes and to record their groups for the next start to reap (issue 12).
+ * hub uses it to put a deadline on probes and to record their groups for the next start to reap.
  */
 export function withGroupScope<T>(scope: GroupScope, fn: () => Promise<T>): Promise<T> {
   return groupScope.run(scope, fn);

@@ -1,6 +1,6 @@
 // A part of connect-clients.test.ts: not a `baton connect` test, but the same real Claude Code against a hub of the same
 // shape (the scripted ACP agent, a caller per client), so it shares that file's hub and test process.
-// The real Claude Code (npm, mock Anthropic model) against the hub on SDK v2 (issue 14), through a recording
+// The real Claude Code (npm, mock Anthropic model) against the hub on SDK v2, through a recording
 // pass-through: on the wire it negotiates MCP 2026-07-28 with `server/discover` (no initialize, no session), the hub
 // answers with the Tasks extension declared, and a delegation to the scripted ACP agent completes. Whether Claude Code
 // asks for a task-augmented call is recorded: `claude -p` (2.1.332) does not declare the extension, so it gets the plain

@@ -1,4 +1,4 @@
-// The engine's operator side that the dashboard and `baton tasks` use (issue 15), with the FAKE in-process agent
+// The engine's operator side that the dashboard and `baton tasks` use, with the FAKE in-process agent
 // (test/support/fake-agent.ts): an operator's cancel is recorded as the operator's, a caller's stays the caller's; the
 // overview lists every caller's tasks newest first with the start of the first prompt, pages and filters; prompts()
 // returns each round's prompt cut to a bound with its full length.

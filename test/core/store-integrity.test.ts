@@ -1,4 +1,4 @@
-// The store knows it had data (issue 12): each way of losing baton.db or its WAL is refused at open with a message
+// The store knows it had data: each way of losing baton.db or its WAL is refused at open with a message
 // naming the file and the recovery commands, instead of SQLite quietly opening an empty store.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';

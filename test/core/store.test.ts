@@ -1,4 +1,4 @@
-// The store's size-independent reads (issue 13): result length and preview kept with the result, result pages read
+// The store's size-independent reads: result length and preview kept with the result, result pages read
 // by code point offset, commentary appended in chunks and trimmed from the front, the operator list on an index.
 import assert from 'node:assert/strict';
 import fs, { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// Events are written in batches (issue 12): one transaction per flush, bounded by count, never one commit per event;
+// Events are written in batches: one transaction per flush, bounded by count, never one commit per event;
 // a read or another write first flushes what is queued, so nothing acknowledged or read is missing or out of order.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -161,7 +161,7 @@ test('queued events survive a write they joined that fails, and a batch that can
   assert.deepEqual(logged, ['events could not be written and were dropped']);
 });
 
-// Issue 15: streamed answer text becomes `message` events, coalesced, redacted and bounded.
+// Live text (rule `live-text`): streamed answer text becomes `message` events, coalesced, redacted and bounded.
 const messages = (store: Store) =>
   allEvents(store, 1_000).filter((e) => e.kind === 'message') as unknown as { text: string; capped?: true }[];
 

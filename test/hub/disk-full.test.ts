@@ -1,4 +1,4 @@
-// Disk full (issue 12), on a real full file system: the hub's state dir is a small tmpfs that the test fills. A write
+// Disk full, on a real full file system: the hub's state dir is a small tmpfs that the test fills. A write
 // fails as a clear `disk full` tool error, the daemon stays up and serves reads, a round that ends while the disk is
 // full is recorded once space returns, and a start on a full disk says so. Mounting needs root: where the runner is
 // not root the test is skipped with that reason.

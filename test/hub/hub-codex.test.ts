@@ -78,7 +78,7 @@ test('hub + codex: run, follow, result, continue in the same thread, cancel, lis
     first.events.filter((e) => e.kind === 'lifecycle').map((e) => e.state),
     ['queued', 'running', 'succeeded'],
   );
-  // Issue 15: the answer's deltas are live `message` events; the commentary is not among them.
+  // Live text (rule `live-text`): the answer's deltas are live `message` events; the commentary is not among them.
   assert.equal(
     first.events
       .filter((e) => e.kind === 'message')

@@ -1,4 +1,4 @@
-// The hub on MCP SDK v2 (issue 14): one caller endpoint serves 2026-07-28 stateless requests and 2025-era sessions.
+// The hub on MCP SDK v2: one caller endpoint serves 2026-07-28 stateless requests and 2025-era sessions.
 // The official SDK v1 and v2 clients each run the whole tool contract against a scripted ACP agent; auth and the
 // Host/Origin checks hold in both eras; a 2025-era session survives a hub restart; a flood of initialize is bounded.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Floods (issue 12): an agent emitting 10,000 events is written in batches off the request path, so another caller's
+// Floods: an agent emitting 10,000 events is written in batches off the request path, so another caller's
 // requests keep being answered meanwhile, and every one of the flood's events is stored.
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';

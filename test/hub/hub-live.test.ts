@@ -1,4 +1,4 @@
-// Issue 15, the caller's side, end to end through the official MCP SDK client against a real hub and the scripted ACP
+// Live text (rule `live-text`), the caller's side, end to end through the official MCP SDK client against a real hub and the scripted ACP
 // agent (a real child process whose turn the test holds open with a gate file):
 // - streamed answer text shows up as `message` events through agent_wait while the round still runs, an unfinished
 //   line (and a credential in it) is held back until its end, and agent_result returns the answer so far with

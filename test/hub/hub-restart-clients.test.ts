@@ -1,7 +1,7 @@
-// Real 2025-era MCP clients against the hub on SDK v2 (issue 14): one long-lived Codex (`codex app-server`) and one
+// Real 2025-era MCP clients against the hub on SDK v2: one long-lived Codex (`codex app-server`) and one
 // long-lived Gemini CLI (`gemini --acp`), each configured by `baton connect`, delegate to the scripted ACP agent, the
-// hub restarts on the same address, and the SAME client process delegates again. Before issue 14 the hub forgot its
-// sessions on restart and Gemini CLI kept getting `404 session not found` until it was restarted itself.
+// hub restarts on the same address, and the SAME client process delegates again. A hub that forgot its sessions on
+// restart would leave Gemini CLI getting `404 session not found` until it was restarted itself.
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-// The MCP Tasks extension on the hub (issue 14, SEP-2663): a client that declares `io.modelcontextprotocol/tasks`
+// The MCP Tasks extension on the hub (SEP-2663): a client that declares `io.modelcontextprotocol/tasks`
 // gets agent_run / agent_continue as tasks whose ids are baton's own, follows them with tasks/get, cancels with
 // tasks/cancel, and finds them again after a hub restart; a client that does not declare it sees the tools unchanged.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Output bounds (issue 12): an agent that prints one huge line, or whose answer is huge, fails at once with a clear
+// Output bounds: an agent that prints one huge line, or whose answer is huge, fails at once with a clear
 // `output too large` error (not an idle deadline later), and the hub goes on serving.
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// Probe processes (issue 12): an agent whose `--version` hangs is stopped when the preflight's probe deadline passes,
+// Probe processes: an agent whose `--version` hangs is stopped when the preflight's probe deadline passes,
 // and a hub killed (SIGKILL) while such a probe hangs leaves it recorded, so the next start reaps it.
 import assert from 'node:assert/strict';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// `baton store check|backup|restore` and the hub's scheduled online backups (issue 12), through the real CLI and a
+// `baton store check|backup|restore` and the hub's scheduled online backups, through the real CLI and a
 // real hub: a hub refuses to start on a store that lost its database, names the file and the recovery commands, and
 // `baton store restore` brings the tasks back from a backup.
 import assert from 'node:assert/strict';

@@ -1,6 +1,6 @@
-// One config per user (issue 10) with the real CLI and a real hub daemon: `baton init` from project dirs, `baton roots`,
+// One config per user with the real CLI and a real hub daemon: `baton init` from project dirs, `baton roots`,
 // commands run from other directories reaching the hub through the same resolved config, a running hub picking up root
-// changes without a restart, and the token-exfiltration layout (baton's files inside a root) refused (issue 12). Every
+// changes without a restart, and the token-exfiltration layout (baton's files inside a root) refused. Every
 // process gets its BATON_HOME (or XDG dirs and HOME) inside the test's temp dir.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';

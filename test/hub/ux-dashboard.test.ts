@@ -1,4 +1,4 @@
-// The dashboard (UX-2, issue 15) in a REAL headless Chromium driven over the DevTools protocol (the `ws` package),
+// The dashboard (UX-2) in a REAL headless Chromium driven over the DevTools protocol (the `ws` package),
 // against a real `baton serve` and the scripted ACP agent: login by form and by a one-time `baton ui` link (once only);
 // the list newest first, refreshing by itself, filtered; a task page showing its prompt, its answer and its git
 // snapshot, following state changes live without a reload; Cancel and Continue from the page, refused without the

@@ -1,5 +1,5 @@
 // The Codex provider reads an npm-installed Codex's version from its package.json instead of starting it with
-// --version (issue 13): for both installed Codex packages the answer must equal what `codex --version` prints, and
+// --version: for both installed Codex packages the answer must equal what `codex --version` prints, and
 // anything that is not the npm launcher must be left to the --version probe.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';

@@ -1,4 +1,4 @@
-// Where baton finds its per-user config (issue 10) and how roots are edited: the resolver's precedence with injected
+// Where baton finds its per-user config and how roots are edited: the resolver's precedence with injected
 // env/platform/home, and init/roots add/remove on a config in a temp dir (never the real user's home).
 import assert from 'node:assert/strict';
 import {

@@ -84,8 +84,8 @@ test("tuneDaemonHeap keeps collections off V8's helper threads (in a process of 
   };
   const plain = churn(false);
   const tuned = churn(true);
-  // Measured: 0.39-0.44 plain, 0 tuned; 0.70-0.77 with the young generation kept small and --single-threaded-gc,
-  // which V8 does not fully apply when it is set after start-up (the daemon's tuning until the twelfth round).
+  // Efficiency mode is what takes the helpers out: --single-threaded-gc alone, set after start-up, is not fully applied
+  // by V8 (bench/README.md, "Collections off V8's helper threads").
   assert.ok(tuned <= 0.05, `tuned: helper threads used ${tuned.toFixed(2)}× the main thread's CPU`);
   assert.ok(plain > tuned, `untuned, the helpers did more (${plain.toFixed(2)}× against ${tuned.toFixed(2)}×)`);
 });

@@ -1,4 +1,4 @@
-// The shared tool layer on MCP SDK v2 (issue 14): the same strict -32602 answers in both protocol eras, through the
+// The shared tool layer on MCP SDK v2: the same strict -32602 answers in both protocol eras, through the
 // official v2 client over real HTTP.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';

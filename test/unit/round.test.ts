@@ -147,7 +147,7 @@ test('abandoned() stops reading a turn the caller already settled', async () => 
   assert.equal(r.state, 'failed', 'no end was read');
 });
 
-test('live text (issue 15): message text until a preview arrives, then only previews; the answer is the messages', async () => {
+test('live text: message text until a preview arrives, then only previews; the answer is the messages', async () => {
   const live: string[] = [];
   const plain = await runRound({
     start: turn([

@@ -1,4 +1,4 @@
-// `baton connect` (issue 10): how each MCP client registers baton through its own CLI, plus exactly the one setting
+// `baton connect`: how each MCP client registers baton through its own CLI, plus exactly the one setting
 // that client needs to call baton's tools without asking. Plans are data (printable with --print), run by runPlan,
 // which puts every touched file back when a step fails. No token is ever written: each client reads it from an env var.
 import { randomBytes } from 'node:crypto';

@@ -52,7 +52,7 @@ export const configSchema = z
       .strict()
       .default({ idleTimeoutMs: 600_000, hardTimeoutMs: 7_200_000, cancelGraceMs: 10_000, probeTimeoutMs: 20_000 }),
     logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
-    // Online copies of the store (issue 12): every `intervalHours` (0 = never), the newest `keep` are kept.
+    // Online copies of the store: every `intervalHours` (0 = never), the newest `keep` are kept.
     backups: z
       .object({
         intervalHours: z.number().min(0).max(8_760).default(24),
@@ -68,7 +68,7 @@ export type HubConfig = z.infer<typeof configSchema> & {
   location: ConfigLocation;
   stateDirPath: string;
   connectionsDirPath: string;
-  /** baton's own dirs (config, snippets, state): never inside a root, never a cwd (issue 12). */
+  /** baton's own dirs (config, snippets, state): never inside a root, never a cwd. */
   privateDirs: string[];
   rootsReal: string[];
 };

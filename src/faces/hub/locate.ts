@@ -1,4 +1,4 @@
-// Where baton keeps its per-user config, client snippets and state (issue 10): one resolver that every command uses,
+// Where baton keeps its per-user config, client snippets and state: one resolver that every command uses,
 // so `baton tasks` run from any directory finds the same hub that `baton start` started.
 //
 // Precedence: --config FILE, then $BATON_CONFIG, then $BATON_HOME (config.json, connections/, state/ inside it), then

@@ -182,7 +182,7 @@ export function codexArgv(command: string): string[] {
 /**
  * The version of an npm-installed Codex read from its package.json, when `command` is (a link to) the npm launcher
  * `<@openai/codex>/bin/codex.js`: that package pins its native binary to its own version, so this is what
- * `codex --version` would print, without starting a Node launcher and Codex during the provider's start (issue 13).
+ * `codex --version` would print, without starting a Node launcher and Codex during the provider's start.
  * Null for anything else (a native binary, a wrapper script, a fake), which is then asked with --version.
  */
 export function npmCodexVersion(command: string[]): CodexVersion | null {
@@ -237,7 +237,7 @@ export async function run(argv: string[]): Promise<void> {
         ...(flags.codexModelProvider ? { modelProvider: flags.codexModelProvider } : {}),
       });
   // The server's modules (and the MCP SDK under them) load while `codex --version` runs in its own process: start-up
-  // pays for the slower of the two, not their sum (issue 13). The legacy bridge is loaded only for a legacy Codex.
+  // pays for the slower of the two, not their sum. The legacy bridge is loaded only for a legacy Codex.
   const modules = Promise.all([import('../stdio-server.ts'), import('./app-server.ts')]);
   modules.catch(() => {});
   const version = await probe;
