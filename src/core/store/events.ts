@@ -1,0 +1,82 @@
+// A task's events: appended in order (seq), read in pages. A `message` event's text lives in a column of its own and
+// its length in `chars`, so a page that leaves message text out reads neither it nor JSON the size of it.
+import { countCodePoints } from '../paging.ts';
+import type { TaskEvent } from '../task.ts';
+import type { StoreDb } from './db.ts';
+
+/**
+ * Event pages (eventPage). `chars` is the length in code points of the event's text, stored when it was appended; a
+ * `message` event keeps its text in `text`, outside `data`.
+ *
+ * No statement here has `LIMIT ?`: SQLite (3.53) plans a LIMIT with the integer bound to it, so rebinding that
+ * parameter expires the statement and every run parses and plans the SQL again. Pages are cut while stepping instead:
+ * SQLite reads rows only as they are asked for.
+ */
+const EVENTS_WITH_TEXT = 'SELECT data, text, chars FROM events WHERE task_id = ? AND seq > ? ORDER BY seq';
+/** The same without `message` text, which is never read: such an event says how long its text is instead (`chars`). */
+const EVENTS_WITHOUT_MESSAGE_TEXT = 'SELECT data, chars FROM events WHERE task_id = ? AND seq > ? ORDER BY seq';
+
+interface EventRow {
+  data: string;
+  chars: number;
+  /** Selected only when a page carries message text. */
+  text?: string | null;
+}
+
+export function appendEvent(db: StoreDb, taskId: string, event: Omit<TaskEvent, 'seq'>): TaskEvent {
+  const seq = (
+    db.stmt('UPDATE tasks SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq').get(taskId) as {
+      last_seq: number;
+    }
+  ).last_seq;
+  const full = { seq, ...event } as TaskEvent;
+  const text = typeof full.text === 'string' ? full.text : undefined;
+  const moved = full.kind === 'message' && text !== undefined;
+  db.stmt('INSERT INTO events (task_id, seq, data, text, chars) VALUES (?, ?, ?, ?, ?)').run(
+    taskId,
+    seq,
+    JSON.stringify(moved ? { ...full, text: undefined } : full),
+    moved ? text : null,
+    text === undefined ? 0 : countCodePoints(text),
+  );
+  return full;
+}
+
+/**
+ * A page of a task's events after `after` (rule: event-pages): at most `limit`, and no more event text than
+ * `textBudget` code points unless one event alone holds more (a page always has an event when one exists, so a
+ * cursor always advances). Without `messageText`, `message` events come without their text, as `chars` (its length
+ * in code points), and the text is never read out of SQLite. Rows are read one at a time, so a page that ends early
+ * costs only what it returns.
+ */
+export function eventPage(
+  db: StoreDb,
+  taskId: string,
+  after: number,
+  limit: number,
+  textBudget: number,
+  messageText: boolean,
+): { events: TaskEvent[]; hasMore: boolean } {
+  const rows = db
+    .stmt(messageText ? EVENTS_WITH_TEXT : EVENTS_WITHOUT_MESSAGE_TEXT)
+    .iterate(taskId, after) as Iterable<EventRow>;
+  const events: TaskEvent[] = [];
+  let text = 0;
+  for (const row of rows) {
+    if (events.length === limit) return { events, hasMore: true };
+    const ev = eventOf(row);
+    // A message whose text stayed in its column: the page says how long it is instead.
+    const withoutText = ev.kind === 'message' && ev.text === undefined;
+    const chars = withoutText ? 0 : row.chars;
+    if (events.length > 0 && text + chars > textBudget) return { events, hasMore: true };
+    text += chars;
+    events.push(withoutText ? { ...ev, chars: row.chars } : ev);
+  }
+  return { events, hasMore: false };
+}
+
+/** An event as appended: a `message` event's text goes back in from its own column. */
+function eventOf(row: EventRow): TaskEvent {
+  const ev = JSON.parse(row.data) as TaskEvent;
+  return typeof row.text === 'string' ? { ...ev, text: row.text } : ev;
+}

@@ -1,0 +1,39 @@
+// Worker process groups: each running agent's group, kept so a hub that restarts after a crash can end what the
+// previous one left running (core/recovery.ts).
+import type { StoreDb } from './db.ts';
+import type { Row } from './rows.ts';
+
+export interface WorkerRecord {
+  pgid: number;
+  taskId: string;
+  leaderStart: string | null;
+}
+
+/** In a transaction of its own, which what TaskLog has queued joins (inWrite) rather than committing apart. */
+export function addWorker(db: StoreDb, w: WorkerRecord, now: string): void {
+  db.tx(() =>
+    db
+      .stmt('INSERT OR REPLACE INTO workers (pgid, task_id, leader_start, started_at) VALUES (?, ?, ?, ?)')
+      .run(w.pgid, w.taskId, w.leaderStart, now),
+  );
+}
+
+export function removeWorker(db: StoreDb, pgid: number): void {
+  db.stmt('DELETE FROM workers WHERE pgid = ?').run(pgid);
+}
+
+export function removeWorkersOfTask(db: StoreDb, taskId: string): void {
+  db.stmt('DELETE FROM workers WHERE task_id = ?').run(taskId);
+}
+
+export function workersOfTask(db: StoreDb, taskId: string): number[] {
+  return (db.stmt('SELECT pgid FROM workers WHERE task_id = ?').all(taskId) as Row[]).map((r) => Number(r.pgid));
+}
+
+export function workers(db: StoreDb): WorkerRecord[] {
+  return (db.stmt('SELECT * FROM workers').all() as Row[]).map((r) => ({
+    pgid: Number(r.pgid),
+    taskId: String(r.task_id),
+    leaderStart: r.leader_start === null ? null : String(r.leader_start),
+  }));
+}
