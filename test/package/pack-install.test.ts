@@ -72,9 +72,15 @@ test('the packed tarball installs into a fresh prefix and runs under Node 24 wit
   const listing = (await run('tar', ['tzf', tarball], npm)).stdout.split('\n').filter(Boolean);
   t.diagnostic(`tarball: ${listing.length} files, ${info!.size} bytes packed, ${info!.unpackedSize} bytes unpacked`);
   const unexpected = listing.filter(
-    (f) => !/^package\/(dist\/.+\.(js|d\.ts)|bin\/baton\.js|package\.json|README\.md|LICENSE)$/.test(f),
+    (f) =>
+      !/^package\/(dist\/.+\.(js|d\.ts)|dist\/faces\/hub\/ui\/client\/[^/]+\.css|bin\/baton\.js|package\.json|README\.md|LICENSE)$/.test(
+        f,
+      ),
   );
   assert.deepEqual(unexpected, [], 'the tarball ships only dist/, the bin shim, README and package.json');
+  // The dashboard's browser files, which the hub reads at start-up.
+  for (const f of ['dashboard.js', 'dashboard.css'])
+    assert.ok(listing.includes(`package/dist/faces/hub/ui/client/${f}`), `the dashboard's ${f} is shipped`);
   for (const dev of ['test/', '.ci/', 'bench/', 'src/', 'scripts/'])
     assert.ok(!listing.some((f) => f.startsWith(`package/${dev}`)), `no ${dev} in the tarball`);
   assert.ok(listing.includes('package/dist/cli/main.js') && listing.includes('package/dist/index.d.ts'));
@@ -129,6 +135,9 @@ test('the packed tarball installs into a fresh prefix and runs under Node 24 wit
     const res = await fetch(`${url}/healthz`);
     assert.equal(res.status, 200);
     assert.deepEqual(await res.json(), { ok: true });
+    // The login page carries the dashboard's style sheet, read from the installed package.
+    const login = await (await fetch(`${url}/ui`)).text();
+    assert.match(login, /<style\s+nonce="[^"]+">[^<]*form\.logout/);
     await stopChild(hub);
   });
 
