@@ -2,7 +2,9 @@
 // adapter), so a command imports it only inside its action: `baton mcp` and `baton attach` never read the config and
 // must not pay for it at start (rule: lazy-commands).
 import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import type { HubConfig } from '../faces/hub/config.ts';
+import { readListenRecord } from '../faces/hub/listen-record.ts';
 import { locateConfig } from '../faces/hub/locate.ts';
 import { isObject } from '../lib/json-value.ts';
 import { registerSecret } from '../lib/redact.ts';
@@ -15,8 +17,17 @@ export async function loadHubConfig(flag: string | undefined): Promise<HubConfig
   return loadConfig(locateConfig({ flag }));
 }
 
-/** Where the running hub listens and its control token: all that `health`, `stop`, `tasks` and `ui` need. */
+/**
+ * Where the running hub listens and its control token: all that `health`, `stop`, `tasks` and `ui` need. `listen` is
+ * the address the running hub recorded in its state dir (it may have been started with --port), else the config's.
+ */
 export type HubAddress = Pick<HubConfig, 'listen' | 'control'>;
+
+/** The config's address with the running hub's recorded one in its place, when there is one. */
+export function runningAddress<T extends HubAddress>(cfg: T, stateDir: string): T {
+  const rec = readListenRecord(stateDir);
+  return rec ? { ...cfg, listen: { host: rec.host, port: rec.port } } : cfg;
+}
 
 /**
  * The running hub's address from the config, read without its schema: zod and the agent kinds' schemas would cost a
@@ -34,12 +45,17 @@ export async function loadHubAddress(flag: string | undefined): Promise<HubAddre
     raw = undefined;
   }
   const address = plainAddress(raw);
-  if (!address) return (await hubConfigModule()).loadConfig(loc);
+  if (!address) {
+    const cfg = (await hubConfigModule()).loadConfig(loc);
+    return runningAddress(cfg, cfg.stateDirPath);
+  }
   // As the full load does: the tokens never appear in what a command prints.
   registerSecret(address.control.token);
   const callers = (raw as { callers?: unknown }).callers;
   if (isObject(callers)) for (const c of Object.values(callers)) if (isObject(c)) registerSecret(stringOr(c.token));
-  return address;
+  // As the full load resolves it: `stateDir` relative to the config's dir, else the location's default.
+  const stateDir = stringOr((raw as { stateDir?: unknown }).stateDir);
+  return runningAddress(address, stateDir ? resolve(dirname(loc.configPath), stateDir) : loc.stateDir);
 }
 
 function plainAddress(raw: unknown): HubAddress | undefined {

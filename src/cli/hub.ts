@@ -1,6 +1,6 @@
 // Hub commands (rule: hub-commands): init, roots, doctor, serve, start, stop, health, examples, service. Every one
 // finds the config through locate.ts, so they reach the same hub from any directory.
-import { existsSync, openSync } from 'node:fs';
+import { existsSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
@@ -145,6 +145,11 @@ export function registerHubCommands(program: Command): void {
       const cfg = loadConfig(loc);
       const { writeExamples } = await import('../faces/hub/examples.ts');
       const { tokensFile } = writeExamples(cfg);
+      // A hub already running for this config, or a port taken by anything else, is said at once in one line, before
+      // the preflight spends seconds probing agents.
+      await refuseSecondHub(cfg);
+      const port = opts.port ?? cfg.listen.port;
+      await assertPortFree(cfg.listen.host, port);
       // Loaded here, not at the top: the server pulls in the engine and the MCP SDK, which other commands never need.
       const { Hub } = await import('../faces/hub/server.ts');
       const { preflightLines } = await import('../faces/hub/preflight.ts');
@@ -153,7 +158,11 @@ export function registerHubCommands(program: Command): void {
         logLevel: opts.logLevel as 'info' | undefined,
         stderrLogs: true,
         port: opts.port,
+      }).catch((err) => {
+        throw (err as NodeJS.ErrnoException).code === 'EADDRINUSE' ? portInUse(port) : err;
       });
+      const record = await import('../faces/hub/listen-record.ts');
+      record.writeListenRecord(cfg.stateDirPath, { host: cfg.listen.host, port: hub.port, pid: process.pid });
       for (const line of preflightLines(hub.health().agents)) out(line);
       out(`baton hub listening on ${hub.url} (callers: ${Object.keys(cfg.callers).join(', ')})`);
       out(`dashboard: ${hub.url}/ui (log in with \`baton ui\`)`);
@@ -170,6 +179,7 @@ export function registerHubCommands(program: Command): void {
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
       await hub.closed;
+      record.removeListenRecord(cfg.stateDirPath);
       stopWatching();
     });
 
@@ -177,23 +187,32 @@ export function registerHubCommands(program: Command): void {
     .command('start')
     .description('Start the hub in the background and wait until it answers.')
     .option('--log-level <level>', 'debug | info | warn | error', logLevelArg)
-    .option('--port <port>', 'override the configured port (other commands still use the configured one)', portArg)
+    .option('--port <port>', 'override the configured port (every command finds the hub there)', portArg)
     .action(async (opts: { logLevel?: string; port?: number }) => {
       const loc = location();
       await ensureConfig(loc);
       const { loadConfig } = await hubConfigModule();
-      const loaded = loadConfig(loc);
-      // Health is asked on the port the hub will listen on.
-      const cfg = opts.port === undefined ? loaded : { ...loaded, listen: { ...loaded.listen, port: opts.port } };
-      if (await healthOf(cfg).catch(() => null)) {
-        out(`already running on http://${cfg.listen.host}:${cfg.listen.port}`);
+      const cfg = loadConfig(loc);
+      const running = await runningHub(cfg);
+      if (running) {
+        if (opts.port !== undefined && opts.port !== 0 && opts.port !== running.port) {
+          throw new Error(
+            `a hub for this config already runs on ${running.url} (pid ${running.pid}); \`baton stop\` it first to start one on port ${opts.port}`,
+          );
+        }
+        out(`already running on ${running.url} (pid ${running.pid})`);
         return;
       }
+      const port = opts.port ?? cfg.listen.port;
+      await assertPortFree(cfg.listen.host, port);
       const { ensurePrivateDir } = await import('../lib/private-fs.ts');
       const { preflightLines } = await import('../faces/hub/preflight.ts');
+      const { readListenRecord } = await import('../faces/hub/listen-record.ts');
       const { spawn } = await import('node:child_process');
       ensurePrivateDir(cfg.stateDirPath);
-      const log = openSync(join(cfg.stateDirPath, 'daemon.out'), 'a', 0o600);
+      const daemonOut = join(cfg.stateDirPath, 'daemon.out');
+      const log = openSync(daemonOut, 'a', 0o600);
+      const logStart = fstatSync(log).size;
       // The child inherits this environment and cwd, so it resolves the same config; an explicit file is passed on.
       const config = flag() === undefined ? [] : ['--config', cfg.path];
       const serveFlags = [
@@ -205,22 +224,28 @@ export function registerHubCommands(program: Command): void {
         stdio: ['ignore', log, log],
       });
       child.unref();
+      let exited = false;
+      const exit = new Promise<void>((r) => child.once('exit', () => r()));
+      void exit.then(() => {
+        exited = true;
+      });
       const until = Date.now() + START_TIMEOUT_MS;
       while (Date.now() < until) {
-        if (child.exitCode !== null)
-          throw new Error(`the hub exited at start; see ${join(cfg.stateDirPath, 'daemon.out')}`);
-        const h = await healthOf(cfg).catch(() => null);
-        if (h) {
+        if (exited) throw new Error(startFailure(daemonOut, logStart));
+        // The child records where it listens once it does (the port may be 0: any free one).
+        const rec = readListenRecord(cfg.stateDirPath);
+        const addr = rec && rec.pid === child.pid ? { ...cfg, listen: { host: rec.host, port: rec.port } } : undefined;
+        const h = addr && (await healthOf(addr).catch(() => null));
+        if (h && addr) {
+          const url = `http://${addr.listen.host}:${addr.listen.port}`;
           for (const line of preflightLines((h.agents ?? []) as PreflightRow[])) out(line);
-          out(`started on http://${cfg.listen.host}:${cfg.listen.port} (pid ${h.pid})`);
-          out(`dashboard: http://${cfg.listen.host}:${cfg.listen.port}/ui (log in with \`baton ui\`)`);
+          out(`started on ${url} (pid ${h.pid})`);
+          out(`dashboard: ${url}/ui (log in with \`baton ui\`)`);
           return;
         }
-        await new Promise((r) => setTimeout(r, 200));
+        await Promise.race([exit, new Promise((r) => setTimeout(r, 200))]);
       }
-      throw new Error(
-        `the hub did not answer within ${START_TIMEOUT_MS / 1000} s; see ${join(cfg.stateDirPath, 'daemon.out')}`,
-      );
+      throw new Error(`the hub did not answer within ${START_TIMEOUT_MS / 1000} s; see ${daemonOut}`);
     });
 
   program
@@ -327,6 +352,61 @@ export function registerHubCommands(program: Command): void {
 }
 
 const quietLogger = { debug() {}, info() {}, warn() {}, error() {} };
+
+/**
+ * The hub running for this config, if it recorded where it listens and answers there. Only the record is asked: a
+ * configured port held by something that is not a hub would leave the question hanging until its timeout.
+ */
+async function runningHub(cfg: HubConfig): Promise<{ url: string; port: number; pid: number } | undefined> {
+  const { readListenRecord } = await import('../faces/hub/listen-record.ts');
+  const rec = readListenRecord(cfg.stateDirPath);
+  if (!rec) return undefined;
+  const addr = { ...cfg, listen: { host: rec.host, port: rec.port } };
+  const h = await healthOf(addr).catch(() => null);
+  if (!h) return undefined;
+  return { url: `http://${addr.listen.host}:${addr.listen.port}`, port: addr.listen.port, pid: h.pid };
+}
+
+async function refuseSecondHub(cfg: HubConfig): Promise<void> {
+  const running = await runningHub(cfg);
+  if (running)
+    throw new Error(
+      `a hub for this config already runs on ${running.url} (pid ${running.pid}); \`baton stop\` stops it`,
+    );
+}
+
+function portInUse(port: number): Error {
+  return new Error(`port ${port} is in use; stop the other process or pass --port N`);
+}
+
+/** Fails at once, in one line, when the hub could not listen on `port` (0: any free port, always possible). */
+async function assertPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  const { createServer } = await import('node:net');
+  await new Promise<void>((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EADDRINUSE') reject(portInUse(port));
+      else if (err.code === 'EACCES')
+        reject(new Error(`port ${port} needs privileges on ${host}; pass --port N above 1023`));
+      else if (err.code === 'EADDRNOTAVAIL')
+        reject(new Error(`cannot listen on ${host}: no such address here; fix "listen.host" in the config`));
+      else reject(err);
+    });
+    probe.listen(port, host, () => probe.close(() => resolve()));
+  });
+}
+
+/** Why the background hub exited at start: its own error line(s) from daemon.out, else where to look. */
+function startFailure(daemonOut: string, from: number): string {
+  let text = '';
+  try {
+    text = readFileSync(daemonOut).subarray(from).toString('utf8');
+  } catch {}
+  const at = text.search(/^baton: /m);
+  if (at >= 0) return text.slice(at + 'baton: '.length).trim();
+  return `the hub exited at start; see ${daemonOut}`;
+}
 
 interface StopTask {
   taskId: string;

@@ -3,7 +3,8 @@
 // browser's kebab-case flags and their documented snake_case aliases.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
@@ -98,4 +99,78 @@ test('baton mcp --help lists --provider, every provider and its flags; the brows
     assert.equal(r.code, 2, `${flag}: ${r.stderr}`);
     assert.match(r.stderr, /option '--browser-idle-timeout <seconds>' argument 'soon' is invalid/);
   }
+});
+
+test('baton start --port N: stop, tasks, health and start find that hub without --port; a second one is refused', async (t) => {
+  const dir = tempDir(t, 'baton-start-recorded-');
+  const work = join(dir, 'work');
+  mkdirSync(work);
+  // The config names one port; the hub is started on another, which no other command is told.
+  const config = writeHubConfig({ dir, roots: [work], agents: {}, port: await portForLater() });
+  const env = isolatedEnv(dir);
+  const port = await portForLater();
+  const started = await baton(['--config', config, 'start', '--port', String(port)], env);
+  t.after(async () => {
+    await fetch(`http://127.0.0.1:${port}/control/stop?force=1`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${CONTROL_TOKEN}` },
+    }).catch(() => {});
+  });
+  assert.equal(started.code, 0, started.stderr);
+  const record = join(batonHome(dir), 'state', 'listen.json');
+  assert.equal(statSync(record).mode & 0o777, 0o600, 'the record is baton-private');
+
+  const health = await baton(['--config', config, 'health'], env);
+  assert.equal(health.code, 0, health.stderr);
+  const { pid, url } = JSON.parse(health.stdout) as { pid: number; url: string };
+  assert.equal(url, `http://127.0.0.1:${port}`);
+  const tasks = await baton(['--config', config, 'tasks'], env);
+  assert.equal(tasks.code, 0, tasks.stderr);
+  assert.equal(tasks.stdout, 'no tasks\n');
+
+  const again = await baton(['--config', config, 'start'], env);
+  assert.equal(again.code, 0, again.stderr);
+  assert.equal(again.stdout, `already running on http://127.0.0.1:${port} (pid ${pid})\n`);
+  const elsewhere = await portForLater();
+  const second = await baton(['--config', config, 'start', '--port', String(elsewhere)], env);
+  assert.equal(second.code, 1);
+  assert.equal(
+    second.stderr,
+    `baton: a hub for this config already runs on http://127.0.0.1:${port} (pid ${pid}); \`baton stop\` it first to start one on port ${elsewhere}\n`,
+  );
+  const serve = await baton(['--config', config, 'serve', '--port', String(elsewhere)], env);
+  assert.equal(serve.code, 1);
+  assert.match(
+    serve.stderr,
+    new RegExp(`^baton: a hub for this config already runs on http://127\\.0\\.0\\.1:${port} `),
+  );
+
+  const stopped = await baton(['--config', config, 'stop'], env);
+  assert.equal(stopped.code, 0, stopped.stderr);
+  assert.equal(stopped.stdout, 'stopped\n');
+  await until(() => !pidAlive(pid), { what: `the daemon (pid ${pid}) to exit` });
+  assert.ok(!existsSync(record), 'the hub removes its record when it stops');
+  assert.equal((await baton(['--config', config, 'stop'], env)).stdout, 'not running\n');
+});
+
+test('a port held by another listener: start and serve fail at once with one line naming the port and the fix', async (t) => {
+  const dir = tempDir(t, 'baton-port-in-use-');
+  const work = join(dir, 'work');
+  mkdirSync(work);
+  const holder = createServer();
+  await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r));
+  t.after(() => holder.close());
+  const port = (holder.address() as AddressInfo).port;
+  const config = writeHubConfig({ dir, roots: [work], agents: {}, port });
+  const env = isolatedEnv(dir);
+  const line = `baton: port ${port} is in use; stop the other process or pass --port N\n`;
+  const start = await baton(['--config', config, 'start'], env);
+  assert.equal(start.code, 1);
+  assert.equal(start.stderr, line);
+  assert.ok(!existsSync(join(batonHome(dir), 'state', 'daemon.out')), 'no daemon was started to find out');
+  const serve = await baton(['--config', config, 'serve'], env);
+  assert.equal(serve.code, 1);
+  assert.equal(serve.stderr, line);
+  const other = await baton(['--config', config, 'start', '--port', String(port)], env);
+  assert.equal(other.stderr, line);
 });
