@@ -5,10 +5,13 @@ import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import {
+  filterOffArgs,
   GIT_TIMEOUT_MS,
   gitEnv,
   MAX_OUTPUT_BYTES,
   type RawSnapshot,
+  repoFilterDrivers,
+  SAFE_GIT_ARGS,
   type SnapshotRunners,
   statusAndNumstat,
 } from './snapshot-runners.ts';
@@ -17,8 +20,9 @@ const run = promisify(execFile);
 /** At most this many dirty files are listed in a snapshot; the count is always exact. */
 export const SNAPSHOT_MAX_FILES = 500;
 
+/** A git with the safe settings and environment (rule: repo-code-off). */
 async function git(cwd: string, args: string[]): Promise<string> {
-  const { stdout } = await run('git', ['-C', cwd, ...args], {
+  const { stdout } = await run('git', [...SAFE_GIT_ARGS, '-C', cwd, ...args], {
     timeout: GIT_TIMEOUT_MS,
     maxBuffer: MAX_OUTPUT_BYTES,
     env: gitEnv(),
@@ -83,9 +87,9 @@ export async function gitToplevel(dir: string): Promise<string | null> {
 export async function snapshot(dir: string, runners?: SnapshotRunners): Promise<GitSnapshot> {
   // One process instead of five in a row: status carries HEAD, branch and the dirty files; the diffstat against HEAD
   // is only used when status says there is a HEAD (an unborn branch has none, and that diff fails).
-  // A dir in no work tree is answered from a few stats, without a process (git would say the same, slower). GIT_DIR
-  // points git elsewhere than the tree it is run in, so then git is asked.
-  if (!process.env.GIT_DIR && findWorkTree(dir) === null) return { git: false, reason: 'not a git work tree' };
+  // A dir in no work tree is answered from a few stats, without a process (git would say the same, slower; the
+  // daemon's GIT_DIR never reaches baton's gits).
+  if (findWorkTree(dir) === null) return { git: false, reason: 'not a git work tree' };
   let out: RawSnapshot;
   try {
     out = await (runners ? runners.run(dir) : statusAndNumstat(dir));
@@ -165,5 +169,10 @@ function splitOnce(s: string, sep: string): [string, string?] {
 
 /** Adds a new worktree at `path` on a new branch starting at HEAD of the repository containing `repoDir`. */
 export async function addWorktree(repoDir: string, path: string, branch: string): Promise<void> {
-  await git(repoDir, ['worktree', 'add', '-q', '-b', branch, path, 'HEAD']);
+  // The checkout runs no smudge filter the repository's config defines (rule: repo-code-off).
+  const listing = await git(repoDir, ['config', '--show-scope', '--name-only', '--get-regexp', '^filter[.]']).catch(
+    () => '',
+  );
+  const off = repoFilterDrivers(listing).flatMap(filterOffArgs);
+  await git(repoDir, [...off, 'worktree', 'add', '-q', '-b', branch, path, 'HEAD']);
 }

@@ -10,7 +10,91 @@ import { signalGroup } from '../lib/process-group.ts';
 export const GIT_TIMEOUT_MS = 30_000;
 export const MAX_OUTPUT_BYTES = 32 * 1024 * 1024;
 
-export const gitEnv = () => ({ ...process.env, GIT_OPTIONAL_LOCKS: '0', GIT_TERMINAL_PROMPT: '0' });
+/**
+ * Settings every git baton runs is given on its command line, where they win over every config file (rule:
+ * repo-code-off): the repository is untrusted input, and these are the commands a repository's config could otherwise
+ * have baton's git run, outside the agent's process group and after its round. No fsmonitor command; no hooks (a
+ * worktree's post-checkout, reference-transaction); no external diff program; no pager; no credential helper; no
+ * transport (a partial clone's lazy fetch would start ssh or a remote helper the config names); and no untracked cache,
+ * so a planted cache cannot hide files from a snapshot. Filter drivers carry repository-chosen names and are turned off
+ * per repository (repoFilterOverrides); diff commands also get --no-ext-diff --no-textconv.
+ */
+export const SAFE_GIT_CONFIG: readonly string[] = [
+  'core.fsmonitor=false',
+  'core.hooksPath=/dev/null',
+  'core.untrackedCache=false',
+  'core.pager=cat',
+  'credential.helper=',
+  'protocol.allow=never',
+  'diff.external=',
+];
+export const SAFE_GIT_ARGS: readonly string[] = SAFE_GIT_CONFIG.flatMap((c) => ['-c', c]);
+
+/** The settings of one filter driver that turn it off: no command runs, and a missing one fails nothing. */
+export const filterOffArgs = (driver: string): string[] =>
+  ['clean=', 'smudge=', 'process=', 'required=false'].flatMap((s) => ['-c', `filter.${driver}.${s}`]);
+
+/**
+ * The drivers of `git config --show-scope --name-only --get-regexp ^filter[.]` output that the repository's own
+ * config defines (scope local or worktree, files it includes too): those a repository can plant. Drivers of the user's
+ * own config (Git LFS) stay on.
+ */
+export function repoFilterDrivers(listing: string): string[] {
+  const drivers = new Set<string>();
+  for (const line of listing.split('\n')) {
+    const m = /^(?:local|worktree)\tfilter\.(.*)\.[^.]*$/.exec(line);
+    if (m) drivers.add(m[1]!);
+  }
+  return [...drivers];
+}
+
+/** Variables a git needs to find itself, its user config and its locale; nothing else of the daemon's. */
+const GIT_ENV_NAMES = new Set([
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'LANG',
+  'LANGUAGE',
+  'TZ',
+  'TMPDIR',
+  'XDG_CONFIG_HOME',
+]);
+
+/**
+ * The environment of every git baton runs (rule: repo-code-off): an allowlist, so no caller token, baton setting or
+ * GIT_* redirection of the daemon's reaches git or anything git starts. Optional locks off (a snapshot never writes
+ * the index), no prompt, no lazy fetch.
+ */
+export function gitEnv(parent: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of Object.keys(parent)) {
+    if (!GIT_ENV_NAMES.has(name) && !name.startsWith('LC_')) continue;
+    const value = parent[name];
+    if (value !== undefined) env[name] = value;
+  }
+  return { ...env, GIT_OPTIONAL_LOCKS: '0', GIT_TERMINAL_PROMPT: '0', GIT_NO_LAZY_FETCH: '1', GIT_PAGER: 'cat' };
+}
+
+const shellQuote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
+/** `git` with the safe settings, as shell words. */
+const SAFE_GIT = ['git', ...SAFE_GIT_ARGS].map(shellQuote).join(' ');
+
+/**
+ * Shell: sets "$@" to the -c settings that turn off every filter driver the config of the repository at "$d" defines
+ * (see repoFilterDrivers; a subsection name holds no newline, so the listing splits on lines).
+ */
+const FILTERS_OFF =
+  `f=$(${SAFE_GIT} -C "$d" config --show-scope --name-only --get-regexp '^filter[.]' 2>/dev/null); ` +
+  "set --; set -f; IFS='\n'; for l in $f; do case $l in local'\t'filter.*|worktree'\t'filter.*) " +
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansions, not a template
+  "n=${l#*'\t'filter.}; n=${n%.*}; " +
+  'set -- "$@" -c "filter.$n.clean=" -c "filter.$n.smudge=" -c "filter.$n.process=" -c "filter.$n.required=false";; ' +
+  'esac; done; unset IFS; set +f; ';
+
+/** The two gits of a snapshot of "$d" with "$@" from FILTERS_OFF; submodules are read from outside, never entered. */
+const STATUS = `${SAFE_GIT} "$@" -C "$d" status --porcelain=v2 --branch -z --untracked-files=all --ignore-submodules=dirty`;
+const NUMSTAT = `${SAFE_GIT} "$@" -C "$d" diff --no-ext-diff --no-textconv --ignore-submodules=dirty --numstat HEAD`;
 
 /** Status (`--porcelain=v2 --branch -z`) and the diffstat against HEAD of one dir; `ok` is status's exit. */
 export interface RawSnapshot {
@@ -23,9 +107,7 @@ export interface RawSnapshot {
  * Status on stdout and the diffstat against HEAD on fd 3, both run at once by one small shell. The shell exits with
  * status's code; a diff that fails (an unborn HEAD) writes nothing. The dir is an argument, never part of the script.
  */
-const SNAPSHOT_SCRIPT =
-  'git -C "$1" diff --numstat HEAD >&3 2>/dev/null & ' +
-  'git -C "$1" status --porcelain=v2 --branch -z --untracked-files=all; s=$?; wait; exit $s';
+const SNAPSHOT_SCRIPT = `d=$1; ${FILTERS_OFF}${NUMSTAT} >&3 2>/dev/null & ${STATUS}; s=$?; wait; exit $s`;
 
 /** One snapshot, one shell: the path for dirs a runner's line protocol cannot carry, and without runners. */
 export function statusAndNumstat(dir: string): Promise<RawSnapshot> {
@@ -77,11 +159,12 @@ export function statusAndNumstat(dir: string): Promise<RawSnapshot> {
  * and exits; SIGPIPE is ignored so an answer to a dead daemon still leads there.
  */
 const RUNNER_SCRIPT =
-  'ulimit -f "$2" 2>/dev/null; trap "" PIPE; ' +
+  'o=$1; ulimit -f "$2" 2>/dev/null; trap "" PIPE; ' +
   'while IFS= read -r d; do ' +
-  'git -C "$d" diff --numstat HEAD >"$1/numstat" 2>/dev/null & ' +
-  'git -C "$d" status --porcelain=v2 --branch -z --untracked-files=all >"$1/status"; s=$?; wait; echo "$s"; ' +
-  'done; rm -rf "$1"';
+  FILTERS_OFF +
+  `${NUMSTAT} >"$o/numstat" 2>/dev/null & ` +
+  `${STATUS} >"$o/status"; s=$?; wait; echo "$s"; ` +
+  'done; rm -rf "$o"';
 
 export interface SnapshotRunnersOptions {
   /** Where each runner's private dir is made (a 0700 dir of the daemon's, like its state dir). */

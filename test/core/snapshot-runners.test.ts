@@ -39,14 +39,19 @@ function unbornRepo(dir: string): string {
   return dir;
 }
 
-/** Runners whose `git` is a stand-in that blocks (after noting its pid) in any dir named `*block*`. */
+/**
+ * Runners whose `git` is a stand-in that blocks (after noting its pid) in any dir named `*block*` (the dir after -C);
+ * the config lookup of the repository's filter drivers passes through.
+ */
 function blockingGit(base: string) {
   const bin = join(base, 'bin');
   mkdirSync(bin);
   const pids = join(base, 'git-pids');
   writeFileSync(
     join(bin, 'git'),
-    `#!/bin/sh\ncase "$2" in *block*) echo $$ >> "${pids}"; exec sleep 600;; esac\nPATH="$REAL_PATH" exec git "$@"\n`,
+    '#!/bin/sh\nd=; c=; for a in "$@"; do [ "$c" = 1 ] && d=$a; c=; [ "$a" = -C ] && c=1; done\n' +
+      `case " $* " in *" config "*) ;; *) case "$d" in *block*) echo $$ >> "${pids}"; exec sleep 600;; esac;; esac\n` +
+      'PATH="$REAL_PATH" exec git "$@"\n',
   );
   chmodSync(join(bin, 'git'), 0o755);
   const blocked = join(base, 'block');
