@@ -8,7 +8,7 @@
 import { existsSync, globSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import ts from 'typescript';
+import { commentRanges } from './comments.ts';
 
 const ID = String.raw`\b(?:AG|TE|HB|P|AT|LB|SE|UX|TS)-[0-9A-Z]+\b`;
 
@@ -75,25 +75,6 @@ function sourceFiles(dir: string): string[] {
     } else if (entry.endsWith('.ts')) out.push(path);
   }
   return out.sort();
-}
-
-/** [start, end) of every comment in a TypeScript file, found through the parser's tokens. */
-function commentRanges(fileName: string, text: string): Array<[number, number]> {
-  const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
-  const seen = new Map<number, number>();
-  const visit = (node: ts.Node) => {
-    // JSDoc nodes sit inside a comment; the comment itself is the next token's leading trivia.
-    if (node.kind >= ts.SyntaxKind.FirstJSDocNode && node.kind <= ts.SyntaxKind.LastJSDocNode) return;
-    const children = node.getChildren(source);
-    if (children.length === 0) {
-      for (const c of ts.getLeadingCommentRanges(text, node.pos) ?? []) seen.set(c.pos, c.end);
-      return;
-    }
-    for (const child of children) visit(child);
-  };
-  visit(source);
-  for (const c of ts.getLeadingCommentRanges(text, source.endOfFileToken.pos) ?? []) seen.set(c.pos, c.end);
-  return [...seen.entries()].sort((a, b) => a[0] - b[0]);
 }
 
 class Renamer {

@@ -36,6 +36,10 @@ const KEPT_PHASES = 50;
 const PHASES_PER_READ = 20;
 const MAX_ERROR_CODE_POINTS = 2_000;
 
+/**
+ * A job's state, in the provider contract's wire words: a job whose round `succeeded` is `completed`. That mapping is
+ * made once, where the round ends (see run); a task keeps the round's words (core/task.ts).
+ */
 export type JobState = 'running' | 'completed' | 'failed' | 'cancelled';
 
 export interface JobSpec {

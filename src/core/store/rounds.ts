@@ -8,9 +8,9 @@ import type { RoundSummary, TaskState } from '../task.ts';
 import type { StoreDb } from './db.ts';
 import type { Row } from './rows.ts';
 
-/** A round without its prompt and result; `legacy_result` is only ever set on a round written before result pages. */
+/** A round without its prompt and result; `unpaged_result` is only ever set on a round written before result pages. */
 const ROUND_SUMMARY_COLUMNS = `task_id, n, state, started_at, ended_at, before, after, error, abandoned, result_chars,
-  result_preview, result AS legacy_result`;
+  result_preview, result AS unpaged_result`;
 
 /** A result's preview: its first this many code points, which is all of an answer no longer than that. */
 export const RESULT_PREVIEW_CODE_POINTS = 200;
@@ -83,22 +83,22 @@ export function roundPrompts(
  */
 export function resultSummary(db: StoreDb, taskId: string, n: number): ResultSummary | null {
   const r = db
-    .stmt('SELECT result_chars, result_preview, result AS legacy_result FROM rounds WHERE task_id = ? AND n = ?')
+    .stmt('SELECT result_chars, result_preview, result AS unpaged_result FROM rounds WHERE task_id = ? AND n = ?')
     .get(taskId, n) as Row | undefined;
   if (!r) return null;
   if (r.result_chars != null) return summary(Number(r.result_chars), String(r.result_preview ?? ''));
-  if (r.legacy_result == null) return null;
-  const legacy = String(r.legacy_result);
-  return summary(countCodePoints(legacy), cutCodePoints(legacy, RESULT_PREVIEW_CODE_POINTS));
+  if (r.unpaged_result == null) return null;
+  const unpaged = String(r.unpaged_result);
+  return summary(countCodePoints(unpaged), cutCodePoints(unpaged, RESULT_PREVIEW_CODE_POINTS));
 }
 
 /** A page of a round's result, read from the one or two stored pages it spans, whatever the result's size. */
 export function resultPage(db: StoreDb, taskId: string, n: number, offset: number, pageSize: number): TextPage {
   const meta = db
-    .stmt('SELECT result_chars, result AS legacy FROM rounds WHERE task_id = ? AND n = ?')
+    .stmt('SELECT result_chars, result AS unpaged FROM rounds WHERE task_id = ? AND n = ?')
     .get(taskId, n) as Row | undefined;
   if (meta?.result_chars == null) {
-    return pageText(meta?.legacy == null ? '' : String(meta.legacy), offset, pageSize);
+    return pageText(meta?.unpaged == null ? '' : String(meta.unpaged), offset, pageSize);
   }
   const total = Number(meta.result_chars);
   const start = Math.min(Math.max(0, offset), total);
@@ -157,7 +157,7 @@ export function updateRound(db: StoreDb, taskId: string, n: number, patch: Parti
 
 function toRoundSummary(r: Row): RoundSummary {
   const json = (v: SQLInputValue | undefined) => (v === null || v === undefined ? null : JSON.parse(String(v)));
-  const legacy = r.legacy_result == null ? null : String(r.legacy_result);
+  const unpaged = r.unpaged_result == null ? null : String(r.unpaged_result);
   return {
     taskId: String(r.task_id),
     n: Number(r.n),
@@ -168,12 +168,12 @@ function toRoundSummary(r: Row): RoundSummary {
     after: json(r.after),
     error: r.error === null ? null : String(r.error),
     abandoned: Number(r.abandoned) === 1,
-    resultChars: r.result_chars != null ? Number(r.result_chars) : legacy !== null ? countCodePoints(legacy) : null,
+    resultChars: r.result_chars != null ? Number(r.result_chars) : unpaged !== null ? countCodePoints(unpaged) : null,
     resultPreview:
       r.result_chars != null
         ? String(r.result_preview)
-        : legacy !== null
-          ? cutCodePoints(legacy, RESULT_PREVIEW_CODE_POINTS)
+        : unpaged !== null
+          ? cutCodePoints(unpaged, RESULT_PREVIEW_CODE_POINTS)
           : null,
   };
 }

@@ -1,7 +1,7 @@
 // One MCP endpoint per caller serving both protocol eras (rules: caller-endpoints, durable-sessions): 2026-07-28
 // requests are stateless and go to the SDK's own handler; 2025-era requests carry an `Mcp-Session-Id` that the store
 // binds to the caller, so a session outlives a hub restart and a long idle. A session costs one store row: all 2025-era
-// sessions of a caller are answered by one long-lived server instance (LegacyChannel) that routes each answer back to
+// sessions of a caller are answered by one long-lived server instance (SessionChannel) that routes each answer back to
 // its HTTP exchange, so a request costs no server or transport construction and no web Request/Response conversion.
 import { createHash, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -47,8 +47,14 @@ const MAX_BATCH = 100;
 let nodeAdapterModule: Promise<typeof import('@modelcontextprotocol/node')> | undefined;
 const nodeAdapter = () => (nodeAdapterModule ??= import('@modelcontextprotocol/node'));
 
-/** Builds the server instance that answers one caller: per request in the modern era, once in the legacy one. */
-export type ServerFactory = (caller: string, era: 'legacy' | 'modern') => Server;
+/**
+ * The MCP protocol era a request speaks (glossary: era): era2026 is 2026-07-28, stateless requests; era2025 is the 2025
+ * protocol, its sessions named by `Mcp-Session-Id`. The SDK calls era2025 "legacy"; in baton that word means Codex ≤ 0.153.
+ */
+export type McpEra = 'era2025' | 'era2026';
+
+/** Builds the server instance that answers one caller: per request in era2026, once per caller in era2025. */
+export type ServerFactory = (caller: string, era: McpEra) => Server;
 
 export interface McpEndpointOptions {
   store: Store;
@@ -59,8 +65,8 @@ export interface McpEndpointOptions {
 }
 
 export class McpEndpoint {
-  private readonly modern = new Map<string, { handler: McpHttpHandler; node: NodeMcpRequestHandler }>();
-  private readonly legacyChannels = new Map<string, Promise<LegacyChannel>>();
+  private readonly era2026Handlers = new Map<string, { handler: McpHttpHandler; node: NodeMcpRequestHandler }>();
+  private readonly sessionChannels = new Map<string, Promise<SessionChannel>>();
   /** Sessions with a request in flight (never evicted), by id hash. */
   private readonly busy = new Map<string, number>();
   private readonly touched = new Map<string, number>();
@@ -78,8 +84,8 @@ export class McpEndpoint {
   }
 
   async handle(req: IncomingMessage, res: ServerResponse, caller: string, body: unknown): Promise<void> {
-    if (isLegacy(req, body)) return this.legacy(req, res, caller, body);
-    return (this.modern.get(caller) ?? (await this.modernFor(caller))).node(req, res, body);
+    if (isEra2025(req, body)) return this.era2025(req, res, caller, body);
+    return (this.era2026Handlers.get(caller) ?? (await this.era2026For(caller))).node(req, res, body);
   }
 
   /** Drops sessions unused for SESSION_RETENTION_MS. */
@@ -91,36 +97,36 @@ export class McpEndpoint {
   }
 
   async close(): Promise<void> {
-    for (const channel of this.legacyChannels.values()) await (await channel).server.close().catch(() => {});
-    this.legacyChannels.clear();
-    for (const m of this.modern.values()) await m.handler.close().catch(() => {});
-    this.modern.clear();
+    for (const channel of this.sessionChannels.values()) await (await channel).server.close().catch(() => {});
+    this.sessionChannels.clear();
+    for (const m of this.era2026Handlers.values()) await m.handler.close().catch(() => {});
+    this.era2026Handlers.clear();
   }
 
   // ------------------------------------------------------------ 2026-07-28: stateless
 
   /** The caller's handler, built on its first 2026-07-28 request (handle() takes a built one without awaiting). */
-  private async modernFor(caller: string) {
+  private async era2026For(caller: string) {
     const { toNodeHandler } = await nodeAdapter();
     // Looked up again after the await: the caller's first two requests may both have come here.
-    let m = this.modern.get(caller);
+    let m = this.era2026Handlers.get(caller);
     if (!m) {
       // The SDK's handler refuses a server instance that already serves an exchange, so this era builds one per request.
-      const handler = createMcpHandler(() => this.opts.factory(caller, 'modern'), {
+      const handler = createMcpHandler(() => this.opts.factory(caller, 'era2026'), {
         legacy: 'reject',
         maxSubscriptions: MAX_SUBSCRIPTIONS_PER_CALLER,
         maxRequestBodySize: this.opts.maxBodyBytes,
         onerror: (err) => this.opts.logger.debug('mcp request refused', { caller, error: redactError(err) }),
       });
       m = { handler, node: toNodeHandler(handler, { maxRequestBodySize: this.opts.maxBodyBytes }) };
-      this.modern.set(caller, m);
+      this.era2026Handlers.set(caller, m);
     }
     return m;
   }
 
   // ------------------------------------------------------------ 2025 era: sessions in the store
 
-  private async legacy(req: IncomingMessage, res: ServerResponse, caller: string, body: unknown): Promise<void> {
+  private async era2025(req: IncomingMessage, res: ServerResponse, caller: string, body: unknown): Promise<void> {
     const store = this.opts.store;
     const sid = req.headers['mcp-session-id'];
     if (typeof sid === 'string') {
@@ -145,7 +151,7 @@ export class McpEndpoint {
       const messages = checkPost(req, res, body, false);
       if (!messages) return;
       this.touch(key);
-      return this.serveLegacy(res, caller, messages, key);
+      return this.serveEra2025(res, caller, messages, key);
     }
     if (req.method !== 'POST' || !isInitializeRequest(body)) {
       return sendJson(res, 400, jsonRpcError(-32000, 'no MCP session: send initialize first'));
@@ -176,7 +182,7 @@ export class McpEndpoint {
         this.opts.logger.warn('could not drop a failed MCP session', { caller, error: redactError(err) });
       }
     });
-    return this.serveLegacy(res, caller, messages, key);
+    return this.serveEra2025(res, caller, messages, key);
   }
 
   /**
@@ -238,19 +244,19 @@ export class McpEndpoint {
     }
   }
 
-  private channelOf(caller: string): Promise<LegacyChannel> {
-    let channel = this.legacyChannels.get(caller);
+  private channelOf(caller: string): Promise<SessionChannel> {
+    let channel = this.sessionChannels.get(caller);
     if (!channel) {
-      const c = new LegacyChannel(this.opts.factory(caller, 'legacy'), (err) =>
+      const c = new SessionChannel(this.opts.factory(caller, 'era2025'), (err) =>
         this.opts.logger.debug('mcp 2025-era message refused', { caller, error: redactError(err) }),
       );
       channel = c.server.connect(c).then(() => c);
-      this.legacyChannels.set(caller, channel);
+      this.sessionChannels.set(caller, channel);
     }
     return channel;
   }
 
-  private async serveLegacy(
+  private async serveEra2025(
     res: ServerResponse,
     caller: string,
     messages: JSONRPCMessage[],
@@ -288,7 +294,7 @@ export class McpEndpoint {
  * of its own (ids of different sessions, and of one session across requests, would collide) and routes the server's
  * answer back to the HTTP exchange that carried the request, under the client's id.
  */
-class LegacyChannel implements Transport {
+class SessionChannel implements Transport {
   onmessage?: Transport['onmessage'];
   onclose?: () => void;
   onerror?: (error: Error) => void;
@@ -456,7 +462,7 @@ function checkPost(
  * Whether a request is 2025-era traffic, by the SDK's own classifier (the one its isLegacyRequest and createMcpHandler
  * run), fed from the node request: the body is parsed already and only three headers count, so no web Request is built.
  */
-function isLegacy(req: IncomingMessage, body: unknown): boolean {
+function isEra2025(req: IncomingMessage, body: unknown): boolean {
   const header = (name: string) => {
     const v = req.headers[name];
     return Array.isArray(v) ? v.join(', ') : v;

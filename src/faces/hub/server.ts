@@ -31,7 +31,7 @@ import { BATON_VERSION } from '../../version.ts';
 import { serveTasks, type TaskBackend } from '../mcp-tasks.ts';
 import { serveTools, type ToolDef } from '../mcp-tools.ts';
 import { type HubConfig, loadConfig, reachableAgents } from './config.ts';
-import { jsonRpcError, McpEndpoint, sendJson } from './mcp-endpoint.ts';
+import { jsonRpcError, McpEndpoint, type McpEra, sendJson } from './mcp-endpoint.ts';
 import { hubTaskBackend } from './tasks.ts';
 import { hubTools } from './tools.ts';
 import { Dashboard } from './ui/dashboard.ts';
@@ -72,7 +72,7 @@ export class Hub {
   private readonly startedAt = Date.now();
   private probes: AgentHealth[] = [];
   private allowed: { hosts: Set<string>; origins: Set<string> } | undefined;
-  /** Authorised roots (real paths); replaced when the config file changes (issue 10). */
+  /** Authorised roots (real paths); replaced when the config file changes. */
   private roots: string[];
   private configStamp: string | null;
   private watcher: FSWatcher | undefined;
@@ -187,7 +187,7 @@ export class Hub {
   }
 
   /**
-   * Online backups (issue 12) every `backups.intervalHours`: the next one is due an interval after the newest copy,
+   * Online backups every `backups.intervalHours`: the next one is due an interval after the newest copy,
    * at once when a store with tasks has none. An empty store is not copied.
    */
   private scheduleBackup(atStart: boolean): void {
@@ -453,7 +453,7 @@ export class Hub {
    * A server instance for `caller`: one per request in the 2026-07-28 era, one for all of the caller's 2025-era sessions
    * (both eras share the tools; rule: hub-tools).
    */
-  private mcpServer(caller: string, era: 'legacy' | 'modern'): Server {
+  private mcpServer(caller: string, era: McpEra): Server {
     let tools = this.tools.get(caller);
     if (!tools) {
       tools = hubTools(this.engine, caller);
@@ -462,15 +462,15 @@ export class Hub {
     // logging/setLevel is a 2025-era request (deprecated in 2026-07-28); the hub sends no log messages either way.
     const server = new Server(
       { name: 'baton-hub', version: BATON_VERSION },
-      { capabilities: era === 'legacy' ? { tools: {}, logging: {} } : { tools: {} } },
+      { capabilities: era === 'era2025' ? { tools: {}, logging: {} } : { tools: {} } },
     );
     // The Tasks extension is a 2026-07-28 extension: a 2025-era session keeps the plain tools (rule: tool-handles).
     let backend = this.taskBackends.get(caller);
-    if (era === 'modern' && !backend) {
+    if (era === 'era2026' && !backend) {
       backend = hubTaskBackend(this.engine, caller);
       this.taskBackends.set(caller, backend);
     }
-    serveTools(server, tools, era === 'modern' ? { intercept: serveTasks(server, backend!) } : {});
+    serveTools(server, tools, era === 'era2026' ? { intercept: serveTasks(server, backend!) } : {});
     return server;
   }
 

@@ -24,12 +24,12 @@ export interface CodexHomeSettings {
   workspaceNetwork: boolean;
   /** Both user settings present: top-level `service_tier = "fast"` and `[features].fast_mode = true`. */
   fastMode: boolean;
-  /** The probed version; null (unparsable) means modern. */
+  /** The probed version; null (unparsable) means current. */
   version: CodexVersion | null;
   modelProvider?: CodexModelProvider;
 }
 
-/** True when the probed version needs (and tolerates) `[agents] enabled = false`; unparsable means modern. */
+/** True when the probed version needs (and tolerates) `[agents] enabled = false`; unparsable means current. */
 export function wantsAgentsTable(version: CodexVersion | null): boolean {
   return version === null || compareCodexVersions(version, parseCodexVersion(AGENTS_TABLE_MINIMUM_VERSION)!) >= 0;
 }

@@ -202,7 +202,7 @@ export function npmCodexVersion(command: string[]): CodexVersion | null {
 }
 
 /**
- * `codex --version` once; null when it cannot be read (treated as modern). Its environment is the Codex child
+ * `codex --version` once; null when it cannot be read (treated as current). Its environment is the Codex child
  * allowlist like every other Codex child (no BATON_* variable); CODEX_HOME stays the user's, as an inherited
  * environment had it, since no isolated home exists before the version picks the path.
  */
