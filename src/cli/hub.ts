@@ -132,6 +132,10 @@ export function registerHubCommands(program: Command): void {
     .option('--log-level <level>', 'debug | info | warn | error', logLevelArg)
     .option('--port <port>', 'override the configured port', portArg)
     .action(async (opts: { logLevel?: string; port?: number }) => {
+      // Before anything else: no caller token or baton credential stays in the hub's environment (rule: hub-env-clean).
+      const hubEnv = await import('../lib/hub-env.ts');
+      hubEnv.execWithoutSecrets();
+      hubEnv.takeHandover();
       // The daemon's collector settings go first: set after the server's modules load, they would come too late for
       // the young generation those imports grow (15 MiB committed, copied into every agent forked before the first
       // idle release).
@@ -213,14 +217,17 @@ export function registerHubCommands(program: Command): void {
       const daemonOut = join(cfg.stateDirPath, 'daemon.out');
       const log = openSync(daemonOut, 'a', 0o600);
       const logStart = fstatSync(log).size;
-      // The child inherits this environment and cwd, so it resolves the same config; an explicit file is passed on.
+      // The child inherits this environment (secrets removed: rule hub-env-clean) and cwd, so it resolves the same
+      // config; an explicit file is passed on.
       const config = flag() === undefined ? [] : ['--config', cfg.path];
       const serveFlags = [
         ...(opts.port === undefined ? [] : ['--port', String(opts.port)]),
         ...(opts.logLevel === undefined ? [] : ['--log-level', opts.logLevel]),
       ];
+      const { daemonEnv } = await import('../lib/hub-env.ts');
       const child = spawn(process.execPath, [process.argv[1]!, ...config, 'serve', ...serveFlags], {
         detached: true,
+        env: daemonEnv(),
         stdio: ['ignore', log, log],
       });
       child.unref();

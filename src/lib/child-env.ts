@@ -1,13 +1,18 @@
 // The one environment every agent child gets (rule: no-recursion): an allowlist, so a variable nobody thought of (a
 // baton token, a caller's MCP endpoint) stays behind by default. Generic process variables pass for every kind; each
 // kind adds what its runtime genuinely reads (its login, provider and config variables). No BATON_* variable ever
-// passes, whatever the allowlist, the caller's extra names or the values it sets say.
+// passes, whatever the allowlist, the caller's extra names or the values it sets say; nor does a credential baton
+// itself holds (SECRET_ENV_NAMES), whatever the allowlist or the extra names say.
+import { SECRET_ENV_NAMES } from './redact.ts';
 
 export type ChildKind = 'acp' | 'claude' | 'gemini' | 'opencode' | 'codex';
 
 export const CHILD_KINDS: readonly ChildKind[] = ['acp', 'claude', 'gemini', 'opencode', 'codex'];
 
 const BATON_PREFIX = 'BATON_';
+/** baton's own credentials from its environment (the attach face's server password and token): never an agent's. */
+const BATON_SECRETS: ReadonlySet<string> = new Set(SECRET_ENV_NAMES);
+const withheld = (name: string) => name.startsWith(BATON_PREFIX) || BATON_SECRETS.has(name);
 
 interface Rule {
   names?: readonly string[];
@@ -95,10 +100,14 @@ const OPENCODE: Rule = { prefixes: ['XDG_'] };
 
 const CODEX: Rule = { names: ['OPENAI_API_KEY', 'CODEX_API_KEY'] };
 
-/** Any ACP agent: the generic set, every known runtime's and provider's variables; anything else comes via config. */
+/**
+ * Any ACP agent: the generic set, every known runtime's and provider's variables; anything else comes via config. No
+ * OPENCODE_* or CODEX_* variable but Codex's API key: they name another config (OPENCODE_CONFIG, CODEX_HOME, which can
+ * add MCP servers and plugins: rule no-recursion) or a server and its credentials.
+ */
 const ACP: Rule = {
   names: ['CODEX_API_KEY', 'SEATBELT_PROFILE', 'CONTAINER_HOST', 'IS_SANDBOX'],
-  prefixes: ['CLAUDE_', 'CODEX_', 'OPENCODE_', 'DSH_', 'CLOUD_ML_', 'CLOUDSDK_', 'DOCKER_', 'XDG_'],
+  prefixes: ['CLAUDE_', 'DSH_', 'CLOUD_ML_', 'CLOUDSDK_', 'DOCKER_', 'XDG_'],
 };
 
 const RULES: Record<ChildKind, readonly Rule[]> = {
@@ -138,7 +147,7 @@ function passesToChild(kind: ChildKind, name: string): boolean {
 }
 
 function decide(kind: ChildKind, name: string): boolean {
-  if (name.startsWith(BATON_PREFIX)) return false;
+  if (withheld(name)) return false;
   const rules = RULES[kind];
   // A kind's `except` wins over the generic rules too.
   if (rules.some((r) => r.except?.includes(name))) return false;
@@ -166,7 +175,7 @@ export function childEnv(kind: ChildKind, opts: ChildEnvOptions = {}): Record<st
   }
   for (const name of opts.pass ?? []) {
     const value = name === undefined ? undefined : parent[name];
-    if (name && value !== undefined && !name.startsWith(BATON_PREFIX)) env[name] = value;
+    if (name && value !== undefined && !withheld(name)) env[name] = value;
   }
   for (const [name, value] of Object.entries(opts.set ?? {})) {
     if (value !== undefined && !name.startsWith(BATON_PREFIX)) env[name] = value;

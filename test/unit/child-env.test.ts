@@ -58,6 +58,11 @@ const parent: NodeJS.ProcessEnv = {
   CODEX_API_KEY: 'codex-key',
   MY_PROVIDER_KEY: 'provider-key',
   OPENCODE_CONFIG: '/home/someone/evil-opencode.json',
+  OPENCODE_CONFIG_DIR: '/home/someone/evil-opencode',
+  OPENCODE_SERVER_PASSWORD: 'attach-opencode-password',
+  OPENCODE_SERVER_USERNAME: 'someone',
+  CODEX_REMOTE_TOKEN: 'attach-codex-remote-token',
+  CODEX_HOME: '/home/someone/.codex',
   OPENROUTER_API_KEY: 'or-key',
   XDG_CONFIG_HOME: '/home/someone/.config',
 };
@@ -89,6 +94,21 @@ describe('childEnv: the shared allowlist', () => {
       assert.equal(env.SOME_UNRELATED_SECRET, undefined);
       assert.equal(env.NODE_OPTIONS, undefined);
     });
+
+    test(`${kind}: baton's own secrets and what points an agent at another config or server stay behind`, () => {
+      const env = childEnv(kind, { parent, pass: ['OPENCODE_SERVER_PASSWORD', 'CODEX_REMOTE_TOKEN'] });
+      for (const name of [
+        'OPENCODE_SERVER_PASSWORD',
+        'OPENCODE_SERVER_USERNAME',
+        'CODEX_REMOTE_TOKEN',
+        'OPENCODE_CONFIG',
+        'OPENCODE_CONFIG_DIR',
+        'CODEX_HOME',
+      ])
+        assert.equal(env[name], undefined, `${kind} does not get ${name}`);
+      for (const value of ['attach-opencode-password', 'attach-codex-remote-token'])
+        assert.ok(!Object.values(env).includes(value));
+    });
   }
 
   const expectations: Record<ChildKind, { passes: string[]; stays: string[] }> = {
@@ -114,8 +134,8 @@ describe('childEnv: the shared allowlist', () => {
       stays: ['ANTHROPIC_BASE_URL', 'GEMINI_API_KEY', 'XDG_CONFIG_HOME', 'MY_PROVIDER_KEY'],
     },
     acp: {
-      passes: ['ANTHROPIC_BASE_URL', 'GEMINI_API_KEY', 'OPENAI_API_KEY', 'OPENCODE_CONFIG', 'XDG_CONFIG_HOME'],
-      stays: ['CLAUDECODE', 'SOME_UNRELATED_SECRET'],
+      passes: ['ANTHROPIC_BASE_URL', 'GEMINI_API_KEY', 'OPENAI_API_KEY', 'CODEX_API_KEY', 'XDG_CONFIG_HOME'],
+      stays: ['CLAUDECODE', 'SOME_UNRELATED_SECRET', 'OPENCODE_CONFIG', 'CODEX_HOME'],
     },
   };
   for (const [kind, { passes, stays }] of Object.entries(expectations) as [
