@@ -20,7 +20,7 @@ import { leaderStartTime, probeGroupRecorder, recoverAfterCrash } from './recove
 import { type EndEvent, runRound } from './round.ts';
 import { SnapshotRunners } from './snapshot-runners.ts';
 import { isDiskFull, type Store } from './store.ts';
-import { assertTransition, type Isolation, isTerminal, type TaskRow } from './task.ts';
+import { assertTransition, type Isolation, isTerminal, type NewTaskEvent, type TaskRow } from './task.ts';
 import { MESSAGE_EVENT_CODE_POINTS, type RoundEnd, settledLength, TaskLog } from './task-log.ts';
 import {
   type AgentsView,
@@ -927,7 +927,7 @@ export class Engine {
 }
 
 /** The `queued` lifecycle event of round `n`, naming the caller's own timeout when it chose one. */
-function queuedEvent(n: number, timeoutSeconds: number | undefined) {
+function queuedEvent(n: number, timeoutSeconds: number | undefined): NewTaskEvent {
   return {
     time: now(),
     round: n,

@@ -10,7 +10,7 @@ import * as sessions from './store/mcp-sessions.ts';
 import * as rounds from './store/rounds.ts';
 import * as tasks from './store/tasks.ts';
 import * as workers from './store/workers.ts';
-import type { RoundSummary, TaskEvent, TaskRow, TaskState } from './task.ts';
+import type { NewTaskEvent, RoundSummary, TaskEvent, TaskRow, TaskState } from './task.ts';
 
 export type { JoinedWrite } from './store/db.ts';
 export { isDiskFull, StoreFullError } from './store/errors.ts';
@@ -111,7 +111,7 @@ export class Store extends StoreDb {
 
   // ---- events
 
-  appendEvent(taskId: string, event: Omit<TaskEvent, 'seq'>): TaskEvent {
+  appendEvent(taskId: string, event: NewTaskEvent): TaskEvent {
     return events.appendEvent(this, taskId, event);
   }
 

@@ -8,7 +8,7 @@ import { redact, redactError } from '../lib/redact.ts';
 import { cutCodePoints, statusLine, stripTerminalControls } from '../lib/text.ts';
 import { countCodePoints, splitCodePoints } from './paging.ts';
 import { isDiskFull, type JoinedWrite, type Store } from './store.ts';
-import { assertTransition, type TaskEvent } from './task.ts';
+import { assertTransition, type NewTaskEvent } from './task.ts';
 import type { Waiters } from './waiters.ts';
 
 /** Commentary kept per event; the full tail lives beside the task (rule: commentary-only). */
@@ -68,7 +68,7 @@ const now = () => new Date().toISOString();
 /** A queued agent event. */
 interface PendingEvent {
   taskId: string;
-  event: Omit<TaskEvent, 'seq'>;
+  event: NewTaskEvent;
   /** The commentary text to append to the task's tail when the event is written. */
   commentary?: string;
 }

@@ -1,4 +1,5 @@
-// Task model (rule: task-lifecycle): states and the transitions the engine may make.
+// Task model (rule: task-lifecycle): states and the transitions the engine may make, and the events a task records.
+import type { ToolFamily } from '../agents/agent.ts';
 
 export const TASK_STATES = ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'interrupted'] as const;
 export type TaskState = (typeof TASK_STATES)[number];
@@ -66,10 +67,40 @@ export interface RoundSummary {
   resultPreview: string | null;
 }
 
-export interface TaskEvent {
-  seq: number;
-  time: string;
-  round: number;
-  kind: string;
-  [field: string]: unknown;
-}
+/**
+ * What a task's event log records (rule: event-cursor), one variant per `kind`: the engine's own records (lifecycle,
+ * cancel requests) and the agent's events as sanitised for callers (AgentEvent, agents/agent.ts). These are also the
+ * events callers and the dashboard read, so a field added here is a field on the wire.
+ */
+export type TaskEventBody =
+  /** The task (its current round) moved to `state`; an end says why it failed and whether a cancel was abandoned. */
+  | {
+      kind: 'lifecycle';
+      state: TaskState;
+      error?: string;
+      abandoned?: boolean;
+      /** On `queued`: the caller's own idle timeout, when it chose one. */
+      timeoutSeconds?: number;
+    }
+  /** A cancel was asked for, by the task's caller or the operator. */
+  | { kind: 'cancel_requested'; by?: 'caller' | 'operator' }
+  /** The agent's own session id became known. */
+  | { kind: 'session'; sessionId: string }
+  | { kind: 'status'; text: string }
+  | { kind: 'commentary'; text: string }
+  | { kind: 'tool'; phase: 'start' | 'end'; family: ToolFamily; ok?: boolean }
+  | { kind: 'permission'; decision: 'denied' | 'allowed'; what: string }
+  | { kind: 'usage'; inputTokens?: number; outputTokens?: number; costUsd?: number }
+  | { kind: 'error'; message: string }
+  /**
+   * Streamed answer text (rule: live-text). A page read without message text (a status glance, rule: event-pages)
+   * carries `chars`, the text's length in code points, instead of `text`; `capped` marks the round's last piece once
+   * its live text reached the cap.
+   */
+  | { kind: 'message'; text?: string; chars?: number; capped?: boolean };
+
+/** An event as written: its body, when it happened and which round it belongs to. */
+export type NewTaskEvent = TaskEventBody & { time: string; round: number };
+
+/** An event as read, with its cursor. */
+export type TaskEvent = NewTaskEvent & { seq: number };

@@ -38,17 +38,23 @@ export interface ToolExtra {
   ctx?: ServerContext;
 }
 
-export interface ToolDef<S extends z.ZodType = z.ZodType> {
+/**
+ * One tool, the one shape every face defines its tools in: name, description, strict input schema, handler. `C` is
+ * what the handler gets besides its arguments: the SDK's request context (ToolExtra) where a face serves the tool as it
+ * is, or a face's own call context built from it (a provider's ToolCallContext adds progress and process groups).
+ */
+export interface ToolDef<S extends z.ZodType = z.ZodType, C = ToolExtra> {
   name: string;
   title?: string;
   description: string;
   input: S;
   annotations?: ToolAnnotations;
-  handler(args: z.infer<S>, extra: ToolExtra): Promise<ToolResult> | ToolResult;
+  handler(args: z.infer<S>, extra: C): Promise<ToolResult> | ToolResult;
 }
 
-export function defineTool<S extends z.ZodType>(def: ToolDef<S>): ToolDef {
-  return def as unknown as ToolDef;
+/** Checks a tool's handler against its own schema, then forgets the schema's type so tools can share one list. */
+export function defineTool<S extends z.ZodType, C = ToolExtra>(def: ToolDef<S, C>): ToolDef<z.ZodType, C> {
+  return def as unknown as ToolDef<z.ZodType, C>;
 }
 
 /** Explains every schema issue with its argument path, e.g. `limit: Too big: expected number to be <=500`. */

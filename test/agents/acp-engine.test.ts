@@ -61,7 +61,7 @@ test('engine + ACP agent: run, continue in a fresh process, cancel acknowledged,
   assert.equal(result.available && result.text, 'permission:denied First result');
   const status = engine.status(CALLER, run.taskId);
   assert.match(String(status.sessionId), /^test-/);
-  const kinds = status.events.map((e) => e.kind);
+  const kinds: string[] = status.events.map((e) => e.kind);
   for (const kind of ['status', 'tool', 'permission']) assert.ok(kinds.includes(kind), `${kind} event stored`);
   assert.ok(!JSON.stringify(status.events).includes('secret'), 'no arguments, outputs or paths stored');
 

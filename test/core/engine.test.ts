@@ -59,7 +59,7 @@ test('a task runs to succeeded with lifecycle events, sanitised events and a pag
   const done = await settled(engine, task.taskId);
   assert.equal(done.state, 'succeeded');
   const status = engine.status('alice', task.taskId, 0, 500);
-  const kinds = status.events.map((e) => e.kind);
+  const kinds: string[] = status.events.map((e) => e.kind);
   assert.deepEqual(
     status.events.filter((e) => e.kind === 'lifecycle').map((e) => e.state),
     ['queued', 'running', 'succeeded'],
@@ -195,7 +195,7 @@ test('the workspace lock is held until the task process group has exited', async
     const w = await engine.wait('alice', a.taskId, after, budget.left(25_000));
     after = w.nextCursor;
     const ev = w.events.find((e) => e.kind === 'status' && String(e.text).startsWith('spawned'));
-    if (ev) pgid = Number(String(ev.text).split(' ')[1]);
+    if (ev?.kind === 'status') pgid = Number(ev.text.split(' ')[1]);
   }
   const b = await run('reply next');
   engine.cancel('alice', a.taskId);
@@ -355,7 +355,7 @@ test('a lone non-lifecycle event still answers a waiting wait within its bound (
   assert.equal(w.timedOut, false);
   assert.equal(w.state, 'running');
   assert.deepEqual(
-    w.events.map((e) => [e.kind, e.text]),
+    w.events.map((e) => [e.kind, 'text' in e ? e.text : undefined]),
     [['status', 'past gate lone']],
   );
   engine.cancel('alice', task.taskId);
@@ -389,13 +389,15 @@ test('event pages are bounded by 8,192 code points of text; a status page gives 
   for (let after = start; ; ) {
     const page = await engine.wait('alice', task.taskId, after, 0);
     assert.ok(page.events.length > 0, 'a page always advances');
-    const text = page.events.map((e) => Array.from(String(e.text)).length).reduce((a, b) => a + b);
+    const text = page.events
+      .map((e) => Array.from(String('text' in e ? e.text : undefined)).length)
+      .reduce((a, b) => a + b);
     assert.ok(
       text <= 8_192 || page.events.length === 1,
       `a page of ${text} code points in ${page.events.length} events`,
     );
     sizes.push(page.events.length);
-    read.push(...page.events.map((e) => String(e.text)));
+    read.push(...page.events.map((e) => String('text' in e ? e.text : undefined)));
     assert.equal(page.nextCursor, page.events.at(-1)!.seq);
     after = page.nextCursor;
     if (!page.hasMore) break;
@@ -421,7 +423,7 @@ test('event pages are bounded by 8,192 code points of text; a status page gives 
   // The dashboard's status with the text pages like agent_wait does.
   const withText = engine.status('alice', task.taskId, start, 500, { messageText: true });
   assert.deepEqual(
-    withText.events.map((e) => e.text),
+    withText.events.map((e) => ('text' in e ? e.text : undefined)),
     [full],
   );
   assert.equal(withText.hasMore, true);
@@ -611,7 +613,7 @@ test('durability: admission and continue answer after a synced commit; cancel is
   engine.cancel('alice', queued.taskId);
   await settled(engine, queued.taskId);
   // Everything else (running, session, the agent's events) was committed without a sync, and is all there.
-  const kinds = engine.status('alice', task.taskId, 0, 500).events.map((e) => e.kind);
+  const kinds: string[] = engine.status('alice', task.taskId, 0, 500).events.map((e) => e.kind);
   for (const k of ['session', 'status', 'commentary', 'usage']) assert.ok(kinds.includes(k), k);
 });
 
@@ -642,7 +644,7 @@ test('an admission is answered only once its sync is done, with the task as it i
   assert.equal(view.state, 'running');
   const events = engine.status('alice', row.id, 0, 500).events;
   assert.deepEqual(
-    events.slice(0, 2).map((e) => e.state ?? e.kind),
+    events.slice(0, 2).map((e) => (e.kind === 'lifecycle' ? e.state : e.kind)),
     ['queued', 'running'],
   );
   assert.equal(view.nextCursor, events.at(-1)!.seq);
@@ -652,7 +654,7 @@ test('an admission is answered only once its sync is done, with the task as it i
   const seen: string[] = [];
   for (let after = view.nextCursor; ; ) {
     const page = await engine.wait('alice', row.id, after, budget.left(20_000));
-    seen.push(...page.events.map((e) => String(e.state ?? e.kind)));
+    seen.push(...page.events.map((e) => (e.kind === 'lifecycle' ? e.state : e.kind)));
     after = page.nextCursor;
     if (page.state === 'succeeded' && !page.hasMore) break;
   }

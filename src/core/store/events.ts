@@ -1,7 +1,7 @@
 // A task's events: appended in order (seq), read in pages. A `message` event's text lives in a column of its own and
 // its length in `chars`, so a page that leaves message text out reads neither it nor JSON the size of it.
 import { countCodePoints } from '../paging.ts';
-import type { TaskEvent } from '../task.ts';
+import type { NewTaskEvent, TaskEvent } from '../task.ts';
 import type { StoreDb } from './db.ts';
 
 /**
@@ -23,14 +23,14 @@ interface EventRow {
   text?: string | null;
 }
 
-export function appendEvent(db: StoreDb, taskId: string, event: Omit<TaskEvent, 'seq'>): TaskEvent {
+export function appendEvent(db: StoreDb, taskId: string, event: NewTaskEvent): TaskEvent {
   const seq = (
     db.stmt('UPDATE tasks SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq').get(taskId) as {
       last_seq: number;
     }
   ).last_seq;
-  const full = { seq, ...event } as TaskEvent;
-  const text = typeof full.text === 'string' ? full.text : undefined;
+  const full: TaskEvent = { seq, ...event };
+  const text = 'text' in full && typeof full.text === 'string' ? full.text : undefined;
   const moved = full.kind === 'message' && text !== undefined;
   db.stmt('INSERT INTO events (task_id, seq, data, text, chars) VALUES (?, ?, ?, ?, ?)').run(
     taskId,
@@ -78,5 +78,5 @@ export function eventPage(
 /** An event as appended: a `message` event's text goes back in from its own column. */
 function eventOf(row: EventRow): TaskEvent {
   const ev = JSON.parse(row.data) as TaskEvent;
-  return typeof row.text === 'string' ? { ...ev, text: row.text } : ev;
+  return typeof row.text === 'string' ? ({ ...ev, text: row.text } as TaskEvent) : ev;
 }

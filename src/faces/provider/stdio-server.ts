@@ -10,7 +10,7 @@ import type { Logger } from '../../lib/log.ts';
 import { DEFAULT_STOP_GRACE_MS, stopGroup } from '../../lib/process-group.ts';
 import { redact, redactError } from '../../lib/redact.ts';
 import { serveTasks, type TaskBackend } from '../mcp-tasks.ts';
-import { serveTools, type ToolDef, type ToolExtra, toolError } from '../mcp-tools.ts';
+import { defineTool, serveTools, type ToolDef, type ToolExtra, toolError } from '../mcp-tools.ts';
 
 /** Largest JSON-RPC frame accepted from the client (rule: bounded-frames). */
 export const MAX_CLIENT_FRAME_BYTES = 8 * 1024 * 1024;
@@ -40,15 +40,11 @@ export interface ToolCallContext {
   trackGroup(pgid: number): void;
 }
 
-export interface ProviderTool<S extends z.ZodType = z.ZodType> {
-  name: string;
-  description: string;
-  schema: S;
-  handler(args: z.infer<S>, ctx: ToolCallContext): Promise<CallToolResult>;
-}
+/** A provider's tool: a ToolDef whose handler gets the provider's call context instead of the SDK's. */
+export type ProviderTool = ToolDef<z.ZodType, ToolCallContext>;
 
-export function defineProviderTool<S extends z.ZodType>(tool: ProviderTool<S>): ProviderTool {
-  return tool as unknown as ProviderTool;
+export function defineProviderTool<S extends z.ZodType>(tool: ToolDef<S, ToolCallContext>): ProviderTool {
+  return defineTool(tool);
 }
 
 export interface ProviderServerOptions {
@@ -112,7 +108,7 @@ export async function serveProviderStdio(opts: ProviderServerOptions): Promise<v
   const defs: ToolDef[] = opts.tools.map((tool) => ({
     name: tool.name,
     description: tool.description,
-    input: tool.schema,
+    input: tool.input,
     handler: (args, extra) => {
       const call = runCall(tool, args, extra);
       calls.add(call);

@@ -207,7 +207,13 @@ export class Dashboard {
       while (!out.signal.aborted) {
         const w = await this.opts.engine.wait(OPERATOR, id, after, MAX_WAIT_MS, out.signal);
         for (const ev of w.events) {
-          const data = { seq: ev.seq, kind: ev.kind, state: ev.state ?? null, time: ev.time, head: eventHead(ev) };
+          const data = {
+            seq: ev.seq,
+            kind: ev.kind,
+            state: ev.kind === 'lifecycle' ? ev.state : null,
+            time: ev.time,
+            head: eventHead(ev),
+          };
           out.event('task', { ...data, text: eventText(ev) }, ev.seq);
         }
         after = w.nextCursor;

@@ -29,9 +29,9 @@ export function eventText(ev: TaskEvent): string {
       if (typeof ev.text === 'string') return str(ev.text);
       return `(${typeof ev.chars === 'number' ? ev.chars : '?'} characters of the answer)${ev.capped ? ' capped' : ''}`;
     default: {
-      // Kinds added later show their text, or else their fields, without a change here.
-      if (ev.kind !== 'usage' && typeof ev.text === 'string') return str(ev.text);
-      const { seq: _s, time: _t, round: _r, kind: _k, ...rest } = ev;
+      // Usage, cancel requests and kinds an older or newer store holds: their text, or else their fields.
+      const { seq: _s, time: _t, round: _r, kind: _k, ...rest } = ev as TaskEvent & Record<string, unknown>;
+      if (ev.kind !== 'usage' && typeof rest.text === 'string') return str(rest.text);
       return Object.entries(rest)
         .map(([k, v]) => `${k}=${str(typeof v === 'object' ? JSON.stringify(v) : v)}`)
         .join(' ');

@@ -227,7 +227,7 @@ export function eventHead(ev: TaskEvent): string {
 
 /** One event as a list item: its time, round and kind, then its text. Every kind renders, known or not. */
 function eventItem(ev: TaskEvent): SafeHtml {
-  const state = typeof ev.state === 'string' ? ev.state : null;
+  const state = ev.kind === 'lifecycle' ? ev.state : null;
   return html`<li data-seq="${ev.seq}" data-kind="${ev.kind}" data-state="${state ?? ''}">${time(
     typeof ev.time === 'string' ? ev.time : null,
     'clock',

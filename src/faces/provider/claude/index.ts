@@ -93,7 +93,7 @@ export async function run(argv: string[]): Promise<void> {
       description:
         'Ask Claude Code (an isolated, read-only leaf reviewer) a small question and wait for the answer. For deep ' +
         'reviews use claude-start. Model and effort are fixed by the server; other arguments are ignored.',
-      schema: z.object({
+      input: z.object({
         prompt: z.string().min(1).max(MAX_PROMPT_CHARS).describe('the full prompt'),
         cwd: z.string().min(1).max(MAX_PATH_CHARS).optional().describe('directory to review (default: server cwd)'),
         timeout_ms: z.number().int().positive().optional().describe('a shorter bound than the server default'),
@@ -127,7 +127,7 @@ export async function run(argv: string[]): Promise<void> {
       description:
         'Start a background review by Claude Code (isolated, read-only leaf reviewer). Returns {jobId, cursor}; poll ' +
         'claude-status with them until the state is terminal, then read claude-result. Jobs end with this connection.',
-      schema: z.object({
+      input: z.object({
         prompt: z.string().min(1).max(MAX_PROMPT_CHARS).describe('the full review prompt'),
         cwd: z
           .string()
@@ -150,7 +150,7 @@ export async function run(argv: string[]): Promise<void> {
         'State of a background review. Returns at once when something happened after `cursor`, else waits up to ' +
         '`wait_ms` (default 10 s, at most 60 s). Pass the returned cursor to the next call. Cancelling this wait does ' +
         'not cancel the review.',
-      schema: z.object({
+      input: z.object({
         jobId,
         cursor: z.number().int().min(0),
         wait_ms: z.number().int().min(0).max(MAX_STATUS_WAIT_MS).optional(),
@@ -167,7 +167,7 @@ export async function run(argv: string[]): Promise<void> {
       description:
         'The verdict of a completed review, in pages of 32,768 Unicode code points. Continue with nextOffset until ' +
         'done is true.',
-      schema: z.object({ jobId, offset: z.number().int().min(0).optional() }),
+      input: z.object({ jobId, offset: z.number().int().min(0).optional() }),
       async handler(args) {
         const page = jobTool(() => jobs.result(args.jobId, args.offset ?? 0));
         return structuredResult({ ...page }, page.text);
@@ -176,7 +176,7 @@ export async function run(argv: string[]): Promise<void> {
     defineProviderTool({
       name: 'claude-cancel',
       description: 'Cancel a background review that is no longer needed; returns its final status.',
-      schema: z.object({ jobId }),
+      input: z.object({ jobId }),
       async handler(args) {
         const view = await jobTool(() => jobs.cancel(args.jobId));
         return structuredResult({ ...view });

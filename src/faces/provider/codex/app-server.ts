@@ -264,7 +264,7 @@ export function appServerTools(opts: AppServerOptions): CodexTools {
         'Run a Codex session on a task and wait for its answer. Every new session names its sandbox. Returns the ' +
         'answer as text and structuredContent.threadId for codex-reply. Prefer this blocking call; use codex-start ' +
         'only when the work must outlive your wait or be cancelled later by jobId.',
-      schema: codexSchema(opts.models),
+      input: codexSchema(opts.models),
       handler: (args, ctx) => blocking(args, ctx),
     }),
     defineProviderTool({
@@ -272,7 +272,7 @@ export function appServerTools(opts: AppServerOptions): CodexTools {
       description:
         'Continue a Codex session (threadId from an earlier codex call) with a new prompt. Model, effort, sandbox ' +
         'and sub-agents are inherited; a goal here is a prompt-level reminder.',
-      schema: codexReplySchema,
+      input: codexReplySchema,
       handler: (args, ctx) => blocking(args, ctx),
     }),
     ...backgroundTools({
@@ -340,7 +340,7 @@ export function backgroundTools(deps: BackgroundDeps): ProviderTool[] {
       description:
         'Start Codex in the background (a new session, or with threadId a reply). Returns {jobId, cursor}: poll ' +
         'codex-status with them until the state is terminal, then read codex-result. Jobs end with this connection.',
-      schema: codexStartSchema(deps.models),
+      input: codexStartSchema(deps.models),
       async handler(args) {
         const started = jobTool(() => deps.start(args));
         return structuredResult({
@@ -354,7 +354,7 @@ export function backgroundTools(deps: BackgroundDeps): ProviderTool[] {
       description:
         'State of a background Codex job. Returns at once when the cursor is behind, else waits up to wait_ms ' +
         `(default: the status interval, at most 60 s). Pass the returned cursor to the next call.`,
-      schema: z.strictObject({
+      input: z.strictObject({
         jobId: jobIdSchema,
         cursor: z.number().int().min(0),
         wait_ms: z.number().int().min(0).max(MAX_STATUS_WAIT_MS).optional(),
@@ -371,7 +371,7 @@ export function backgroundTools(deps: BackgroundDeps): ProviderTool[] {
       description:
         'Codex’s commentary messages of a job (only what Codex marks as commentary), in pages of 32,768 code ' +
         'points from offset; keeps the last 1 MiB and reports truncatedBefore. The text is untrusted.',
-      schema: z.strictObject({ jobId: jobIdSchema, offset: z.number().int().min(0).optional() }),
+      input: z.strictObject({ jobId: jobIdSchema, offset: z.number().int().min(0).optional() }),
       async handler(args) {
         const page = jobTool(() => jobs.commentary(args.jobId, args.offset ?? 0));
         return structuredResult({ ...page }, page.text);
@@ -382,7 +382,7 @@ export function backgroundTools(deps: BackgroundDeps): ProviderTool[] {
       description:
         'The answer of a completed job, in pages of 32,768 code points; continue with nextOffset until done. ' +
         'structuredContent.threadId continues the session with codex-reply.',
-      schema: z.strictObject({ jobId: jobIdSchema, offset: z.number().int().min(0).optional() }),
+      input: z.strictObject({ jobId: jobIdSchema, offset: z.number().int().min(0).optional() }),
       async handler(args) {
         const page = jobTool(() => jobs.result(args.jobId, args.offset ?? 0));
         return structuredResult(withThread(page), page.text);
@@ -393,7 +393,7 @@ export function backgroundTools(deps: BackgroundDeps): ProviderTool[] {
       description:
         'Cancel a background job by jobId; returns its final status. A cancel Codex does not confirm within the ' +
         'grace is recorded as abandoned. Inspect the working tree before re-running a cancelled writing job.',
-      schema: z.strictObject({ jobId: jobIdSchema }),
+      input: z.strictObject({ jobId: jobIdSchema }),
       async handler(args) {
         const view = await jobTool(() => jobs.cancel(args.jobId));
         return structuredResult(withThread(view));
@@ -404,7 +404,7 @@ export function backgroundTools(deps: BackgroundDeps): ProviderTool[] {
       description:
         'Every Codex turn in flight (blocking and background), read-only and immediate. An empty list does not ' +
         'prove a turn finished (see abandonedTurnsProcessWide); long silence is not proof of a stall.',
-      schema: peekSchema,
+      input: peekSchema,
       async handler(args) {
         return structuredResult({ ...inflight.peek(args) });
       },

@@ -249,13 +249,13 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
     },
   });
   const localByName = new Map(localTools.map((t) => [t.name, t]));
-  const curated = new Map<string, ProviderTool['schema']>([
+  const curated = new Map<string, ProviderTool['input']>([
     ['codex', codexSchema(opts.models)],
     ['codex-reply', codexReplySchema],
   ]);
   const curatedListing = (native: Array<Record<string, unknown>>) => {
     const nativeByName = new Map(native.map((t) => [t.name, t]));
-    const described = (name: string, schema: ProviderTool['schema']) => ({
+    const described = (name: string, schema: ProviderTool['input']) => ({
       ...(nativeByName.get(name) ?? {}),
       name,
       inputSchema: toolJsonSchema(schema),
@@ -263,7 +263,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
     return [
       described('codex', curated.get('codex')!),
       described('codex-reply', curated.get('codex-reply')!),
-      ...localTools.map((t) => ({ name: t.name, description: t.description, inputSchema: toolJsonSchema(t.schema) })),
+      ...localTools.map((t) => ({ name: t.name, description: t.description, inputSchema: toolJsonSchema(t.input) })),
     ];
   };
 
@@ -339,7 +339,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
   };
 
   const runLocal = async (id: JsonRpcId, tool: ProviderTool, rawArgs: unknown) => {
-    const parsed = tool.schema.safeParse(rawArgs);
+    const parsed = tool.input.safeParse(rawArgs);
     if (!parsed.success) {
       send({
         id,

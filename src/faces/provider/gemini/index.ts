@@ -83,7 +83,7 @@ export async function run(argv: string[]): Promise<void> {
     description:
       'Ask the Gemini CLI and wait for its answer. It always runs in its sandbox; model and sandbox are fixed by the ' +
       'server and other arguments are ignored.',
-    schema: z.object({
+    input: z.object({
       prompt: z.string().min(1).max(MAX_PROMPT_CHARS).describe('the full prompt'),
       cwd: z.string().min(1).max(MAX_PATH_CHARS).optional().describe('working directory (default: server cwd)'),
     }),
