@@ -1,8 +1,7 @@
 // The `codex` agent (AG-1, AG-6..AG-9) on the real codex 0.169.0 against the Responses mock, created through the
 // registry exactly as the hub does.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import type { AgentEvent, AgentSession } from '../../src/agents/agent.ts';
@@ -23,7 +22,7 @@ import {
 import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
 import { tempDir } from '../support/tmp.ts';
-import { startResponsesMock } from './support.ts';
+import { codexTestDir, startResponsesMock } from './support.ts';
 
 const PLANTED_KEY = 'sk-planted-secret-0123456789abcdef';
 
@@ -36,7 +35,7 @@ async function collect(events: AsyncIterable<AgentEvent>): Promise<AgentEvent[]>
 describe('codex agent', () => {
   test('turns, tools, cancel, resume in a fresh process, isolated home, probe', async (t) => {
     const mock = await startResponsesMock(t);
-    const root = mkdtempSync(join(tmpdir(), 'baton-codex-agent-'));
+    const root = codexTestDir('baton-codex-agent-');
     const sessions: AgentSession[] = [];
     // Every Codex is stopped before its dirs are removed (Codex rewrites files until it exits).
     t.after(async () => {

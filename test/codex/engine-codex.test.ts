@@ -1,8 +1,7 @@
 // The task engine driving the real Codex agent: run → result → continue (a fresh app-server resumes the thread and the
 // model sees the earlier history) → cancel of a stalled round. The MCP-level hub e2e builds on this.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Agent } from '../../src/agents/agent.ts';
@@ -13,13 +12,13 @@ import { commentaryThenReply, reply, stalledReply, userTexts } from '../mock-mod
 import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
 import { engineFor, settle } from '../support/engine.ts';
-import { startResponsesMock } from './support.ts';
+import { codexTestDir, startResponsesMock } from './support.ts';
 
 const CALLER = 'tester';
 
 test('engine + codex agent: run, continue in a fresh process, cancel', async (t) => {
   const mock = await startResponsesMock(t);
-  const root = mkdtempSync(join(tmpdir(), 'baton-codex-engine-'));
+  const root = codexTestDir('baton-codex-engine-');
   const stateDir = ensurePrivateDir(join(root, 'state'));
   const work = ensurePrivateDir(join(root, 'work'));
   const agent: Agent = createAgent(

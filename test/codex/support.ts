@@ -2,14 +2,33 @@
 // `codex app-server` process group (stdio, WebSocket or Unix socket), all cleaned up when the test ends.
 import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { homedir, tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
 import type { TestContext } from 'node:test';
 import { type ChildGroup, spawnGroup } from '../../src/lib/process-group.ts';
 import { mockCodexEnv, ResponsesMock, type ResponsesStep, writeMockCodexHome } from '../mock-models/responses.ts';
-import { bins } from '../support/bins.ts';
+import { bins, REPO_ROOT } from '../support/bins.ts';
 
 type After = Pick<TestContext, 'after'>;
+
+const isUnder = (dir: string, parent: string) => {
+  const rel = relative(parent, dir);
+  return rel === '' || (!rel.startsWith('..') && !rel.startsWith('/'));
+};
+
+/**
+ * A new private directory (removed by the caller) for Codex homes and workspaces, outside the system temp directory
+ * as a user's ~/.codex or baton state directory is. Codex refuses to create its helper links (`codex-linux-sandbox`,
+ * `apply_patch`) under its temp directory, and a system bubblewrap without `--argv0` (before 0.9) starts the sandbox
+ * helper only through them: a home under /tmp would test a machine no user has.
+ */
+export function codexTestDir(prefix: string): string {
+  const base = isUnder(REPO_ROOT, tmpdir())
+    ? join(homedir(), '.cache', 'baton-tests')
+    : join(REPO_ROOT, 'tmp', 'tests');
+  mkdirSync(base, { recursive: true, mode: 0o700 });
+  return mkdtempSync(join(base, prefix));
+}
 
 export async function startResponsesMock(t: After, fallback?: ResponsesStep): Promise<ResponsesMock> {
   const mock = await ResponsesMock.start(fallback);
@@ -27,7 +46,7 @@ export interface CodexFixture {
 
 /** A temp dir holding a CODEX_HOME configured for `mock` and an empty working directory. */
 export function codexFixture(t: After, mock: ResponsesMock, opts: { approvalPolicy?: string } = {}): CodexFixture {
-  const dir = mkdtempSync(join(tmpdir(), 'baton-codex-'));
+  const dir = codexTestDir('baton-codex-');
   const groups: ChildGroup[] = [];
   t.after(async () => {
     await Promise.all(groups.map((g) => g.stop(2_000)));

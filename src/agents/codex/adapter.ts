@@ -2,6 +2,7 @@
 // session. The parts live beside this file: env.ts (argv and environment), session.ts (thread, turns, cancel),
 // events.ts (notification mapping), probe.ts (rule: free-probes); the declined server requests are the shared table in
 // src/codex/declines.ts.
+import { codexSandboxHelperProblem } from '../../codex/sandbox-helper.ts';
 import { spawnFailure } from '../../lib/agent-path.ts';
 import { spawnGroup } from '../../lib/process-group.ts';
 import { redact } from '../../lib/redact.ts';
@@ -50,6 +51,10 @@ export function createCodexAgent(
       const home = extras.prepareHome
         ? extras.prepareHome({ cwd: opts.cwd })
         : prepareCodexHome(ctx.stateDir, name, config, { cwd: opts.cwd });
+      if (opts.sandbox !== 'danger-full-access') {
+        const problem = codexSandboxHelperProblem(home.dir, codexChildEnv(config, home.dir));
+        if (problem) ctx.logger.warn(`codex: ${problem}`, { agent: name });
+      }
       const group = spawnAppServer(home.dir, opts.cwd);
       if (group.pgid > 0) opts.onProcessGroup?.(group.pgid);
       const spawnFailed = new Promise<never>((_, reject) =>

@@ -1,6 +1,7 @@
 // Rule `free-probes` for Codex: `codex --version`, `codex login status` and an app-server initialize; no thread, no
 // inference.
 import { CodexAppServerClient } from '../../codex/app-server-client.ts';
+import { codexSandboxHelperProblem } from '../../codex/sandbox-helper.ts';
 import { readCodexVersionOutput } from '../../codex/version.ts';
 import type { ModelListResponse } from '../../generated/codex/v2/ModelListResponse.ts';
 import { spawnFailure } from '../../lib/agent-path.ts';
@@ -61,6 +62,8 @@ export async function probeCodex(opts: CodexProbeOptions): Promise<AgentProbe> {
         : 'not logged in: run `codex login`',
     );
   }
+  const sandboxProblem = codexSandboxHelperProblem(opts.homeDir, codexChildEnv(config, opts.homeDir));
+  if (sandboxProblem) details.push(sandboxProblem);
   const group = opts.spawnAppServer();
   const client = new CodexAppServerClient({
     transport: { type: 'stdio', readable: group.child.stdout!, writable: group.child.stdin! },

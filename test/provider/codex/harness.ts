@@ -1,11 +1,11 @@
 // Shared setup of the Codex provider tests: `bin/baton.js mcp --provider codex` spawned under this Node and driven by
 // the official MCP SDK client over stdio (v2 at either protocol era, or v1), with a real Codex binary pointed at the
 // suite's Responses mock.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CallToolResult, Client } from '@modelcontextprotocol/client';
 import type { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { codexTestDir } from '../../codex/support.ts';
 import { MOCK_MODEL, MOCK_STREAM_IDLE_MS, type ResponsesMock } from '../../mock-models/responses.ts';
 import { NODE_CACHE_ENV, REPO_ROOT } from '../../support/bins.ts';
 import { type ClientEra, type StdioClient, spawnStdioClient } from '../../support/stdio-client.ts';
@@ -25,7 +25,7 @@ export interface Layout {
 }
 
 export function makeLayout(prefix = 'baton-codex-provider-'): Layout {
-  const root = mkdtempSync(join(tmpdir(), prefix));
+  const root = codexTestDir(prefix);
   const layout = {
     root,
     launchDir: join(root, 'launch'),

@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { type CodexModelProvider, codexModelProviderSchema } from '../../../agents/codex/config.ts';
 import { codexChildEnv } from '../../../agents/codex/env.ts';
+import { codexSandboxHelperProblem } from '../../../codex/sandbox-helper.ts';
 import { type CodexVersion, parseCodexVersion, readCodexVersionOutput } from '../../../codex/version.ts';
 import { findAgentBinary } from '../../../lib/agent-path.ts';
 import { captureCommand } from '../../../lib/capture.ts';
@@ -253,6 +254,13 @@ export async function run(argv: string[]): Promise<void> {
     ...(flags.codexModelProvider ? { modelProvider: flags.codexModelProvider } : {}),
   };
   const root = codexHomesRoot(launchDir);
+  if (settings.sandboxMode !== 'danger-full-access') {
+    const problem = codexSandboxHelperProblem(
+      root,
+      codexChildEnv(settings.modelProvider ? { modelProvider: settings.modelProvider } : {}, root),
+    );
+    if (problem) logger.warn(`codex: ${problem}`);
+  }
   const limits = {
     idleMs: flags.codexIdleTimeout * 1000,
     hardMs: flags.timeout * 1000,
