@@ -9,6 +9,7 @@ import { join, relative } from 'node:path';
 import type { Agent, AgentProbe, AgentSession, Sandbox } from '../agents/agent.ts';
 import { probeAgent } from '../agents/probe.ts';
 import { cutCodePoints } from '../lib/chars.ts';
+import { BatonError, type ErrorCode } from '../lib/errors.ts';
 import type { Logger } from '../lib/log.ts';
 import { isWithin, realish } from '../lib/paths.ts';
 import { stopGroup } from '../lib/process-group.ts';
@@ -86,17 +87,16 @@ export type Reader = string | typeof OPERATOR;
 export type CancelOrigin = 'operator' | 'caller';
 const cancelOrigin = (reader: Reader): CancelOrigin => (reader === OPERATOR ? 'operator' : 'caller');
 
-export type EngineErrorCode = 'not_found' | 'invalid' | 'conflict' | 'forbidden';
+export type EngineErrorCode = Extract<ErrorCode, 'not_found' | 'invalid' | 'invalid_params' | 'conflict' | 'forbidden'>;
 
 /** What agent_run and agent_continue answer: the task, and the cursor of its last event (pass it to agent_wait). */
 export type AdmittedView = TaskView & { nextCursor: number };
 
-export class EngineError extends Error {
-  readonly code: EngineErrorCode;
+/** What the engine refuses a request with (lib/errors.ts: the faces translate it). */
+export class EngineError extends BatonError<EngineErrorCode> {
   constructor(code: EngineErrorCode, message: string) {
-    super(message);
+    super(code, message);
     this.name = 'EngineError';
-    this.code = code;
   }
 }
 
@@ -106,7 +106,7 @@ export class EngineError extends Error {
  */
 export class InvalidArgumentError extends EngineError {
   constructor(message: string) {
-    super('invalid', message);
+    super('invalid_params', message);
     this.name = 'InvalidArgumentError';
   }
 }

@@ -5,6 +5,7 @@
 // a store.
 import { randomUUID } from 'node:crypto';
 import type { Agent, AgentSession, Sandbox } from '../agents/agent.ts';
+import { BatonError } from '../lib/errors.ts';
 import type { Logger } from '../lib/log.ts';
 import { silentLogger } from '../lib/log.ts';
 import { DEFAULT_STOP_GRACE_MS, stopGroup } from '../lib/process-group.ts';
@@ -72,12 +73,11 @@ export interface JobStatusView {
   commentaryEndOffset: number;
 }
 
-export class JobError extends Error {
-  readonly code: 'limit' | 'unknown_job' | 'not_finished' | 'job_failed';
+/** What the job table refuses a request with (lib/errors.ts: the faces translate it). */
+export class JobError extends BatonError<'limit' | 'unknown_job' | 'not_finished' | 'job_failed'> {
   constructor(code: JobError['code'], message: string) {
-    super(message);
+    super(code, message);
     this.name = 'JobError';
-    this.code = code;
   }
 }
 

@@ -1,9 +1,10 @@
 // How the store reports a full disk: one error whatever layer (SQLite or a plain file write) ran out of space.
+import { BatonError } from '../../lib/errors.ts';
 
 /** A write refused because the disk (or the file system holding the state dir) is full. */
-export class StoreFullError extends Error {
+export class StoreFullError extends BatonError<'disk_full'> {
   constructor(what: string) {
-    super(`disk full: ${what}; free space on the disk holding baton's state dir and retry`);
+    super('disk_full', `disk full: ${what}; free space on the disk holding baton's state dir and retry`);
     this.name = 'StoreFullError';
   }
 }

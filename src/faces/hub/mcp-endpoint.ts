@@ -22,9 +22,10 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
   type Transport,
 } from '@modelcontextprotocol/server';
-import { isDiskFull, type Store, StoreFullError } from '../../core/store.ts';
+import { isDiskFull, type Store } from '../../core/store.ts';
 import type { Logger } from '../../lib/log.ts';
 import { redactError } from '../../lib/redact.ts';
+import { httpStatus, jsonRpcCode, reportable } from '../errors.ts';
 
 /** 2025-era sessions one caller may hold (rule: durable-sessions); past it the least recently seen idle one goes. */
 export const MAX_SESSIONS_PER_CALLER = 32;
@@ -193,8 +194,9 @@ export class McpEndpoint {
     try {
       return { value: fn() };
     } catch (err) {
-      if (!isDiskFull(err)) throw err;
-      sendJson(res, 507, jsonRpcError(-32000, new StoreFullError('nothing was changed').message));
+      const full = reportable(err);
+      if (full?.code !== 'disk_full') throw err;
+      sendJson(res, httpStatus(full.code), jsonRpcError(jsonRpcCode(full.code), full.message));
       return undefined;
     }
   }

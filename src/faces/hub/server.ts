@@ -28,6 +28,7 @@ import { readBodyText } from '../../lib/net.ts';
 import { ensurePrivateDir } from '../../lib/private-fs.ts';
 import { redactDeep, redactError } from '../../lib/redact.ts';
 import { BATON_VERSION } from '../../version.ts';
+import { httpStatus, reportable } from '../errors.ts';
 import { serveTasks, type TaskBackend } from '../mcp-tasks.ts';
 import { serveTools, type ToolDef } from '../mcp-tools.ts';
 import { type HubConfig, loadConfig, reachableAgents } from './config.ts';
@@ -419,8 +420,8 @@ export class Hub {
       if (m[2] === '/cancel' && req.method === 'POST') return sendJson(res, 200, this.engine.cancel(OPERATOR, id));
       return sendJson(res, 405, { error: `method ${req.method} not allowed here` });
     } catch (err) {
-      if (err instanceof EngineError) return sendJson(res, ENGINE_ERROR_STATUS[err.code], { error: err.message });
-      if (isDiskFull(err)) return sendJson(res, 507, { error: new StoreFullError('nothing was changed').message });
+      const reported = reportable(err);
+      if (reported) return sendJson(res, httpStatus(reported.code), { error: redactError(reported) });
       throw err;
     }
   }
@@ -503,8 +504,6 @@ function stampOf(path: string): string | null {
     return null;
   }
 }
-
-const ENGINE_ERROR_STATUS = { not_found: 404, invalid: 400, conflict: 409, forbidden: 403 } as const;
 
 function digest(token: string): Buffer {
   return createHash('sha256').update(token).digest();

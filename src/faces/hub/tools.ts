@@ -1,10 +1,7 @@
-// The hub's MCP tools (rule: hub-tools): strict schemas, bounded sizes, caller identity from the endpoint only.
-import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import {
   DEFAULT_EVENT_PAGE,
   type Engine,
-  EngineError,
   EVENT_PAGE_TEXT_CODE_POINTS,
   InvalidArgumentError,
   MAX_EVENT_PAGE,
@@ -12,10 +9,10 @@ import {
   MAX_WAIT_MS,
   MAX_WAIT_TASKS,
 } from '../../core/engine.ts';
-import { isDiskFull, RESULT_PREVIEW_CODE_POINTS, StoreFullError } from '../../core/store.ts';
+import { RESULT_PREVIEW_CODE_POINTS } from '../../core/store.ts';
 import { NEWS_LINGER_MS } from '../../core/waiters.ts';
-import { redactError } from '../../lib/redact.ts';
-import { defineTool, jsonResult, type ToolDef, toolError } from '../mcp-tools.ts';
+import { toolErrorResult } from '../errors.ts';
+import { defineTool, jsonResult, type ToolDef } from '../mcp-tools.ts';
 
 /**
  * A prompt is at most this many Unicode code points, the unit zod's `max` and JSON Schema's `maxLength` count (and the
@@ -58,11 +55,7 @@ async function guarded(fn: () => unknown | Promise<unknown>, tool?: string) {
     return jsonResult((await fn()) as Record<string, unknown>);
   } catch (err) {
     // A bad argument only the engine can tell is a schema violation all the same (rule: strict-inputs).
-    if (err instanceof InvalidArgumentError)
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `invalid arguments for ${tool}: ${err.message}`);
-    if (err instanceof EngineError) return toolError(err.message, { code: err.code });
-    if (isDiskFull(err)) return toolError(new StoreFullError('nothing was changed').message, { code: 'disk_full' });
-    return toolError(redactError(err), { code: 'internal' });
+    return toolErrorResult(err, { tool, internalCode: true });
   }
 }
 

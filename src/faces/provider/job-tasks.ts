@@ -4,10 +4,9 @@
 // terminal, carries what the blocking call would have answered. A tool-level failure is a completed task with an
 // `isError` result, as on a live tools/call: SEP-2663 keeps `failed` for protocol faults.
 import { JobError, type JobStatusView, type JobTable } from '../../core/jobs.ts';
-import { redactError } from '../../lib/redact.ts';
+import { reportable, toolErrorResult } from '../errors.ts';
 import type { TaskBackend, TaskSnapshot, TaskStatus } from '../mcp-tasks.ts';
 import { type CallToolResult, toolError } from '../mcp-tools.ts';
-import { ToolFailure } from './stdio-server.ts';
 
 export interface JobTaskTool {
   /** Starts the job for the tool's validated arguments; a JobError or ToolFailure refuses the call. */
@@ -53,9 +52,8 @@ export function jobTaskBackend(jobs: JobTable, tools: Record<string, JobTaskTool
         try {
           ({ jobId } = tool.start(call.args as never));
         } catch (err) {
-          if (err instanceof ToolFailure) return { result: toolError(redactError(err), err.structured) };
-          if (err instanceof JobError) return { result: toolError(err.message, { code: err.code }) };
-          throw err;
+          if (!reportable(err)) throw err;
+          return { result: toolErrorResult(err, { tool: call.tool.name }) };
         }
         const now = new Date().toISOString();
         tasks.set(jobId, { tool, createdAt: now, lastUpdatedAt: now, cursor: 0 });

@@ -6,11 +6,13 @@
 import { type CallToolResult, ProtocolError, Server } from '@modelcontextprotocol/server';
 import { StdioServerTransport, serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { z } from 'zod';
+import { BatonError } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import { DEFAULT_STOP_GRACE_MS, stopGroup } from '../../lib/process-group.ts';
 import { redact, redactError } from '../../lib/redact.ts';
+import { reportable, toolErrorResult } from '../errors.ts';
 import { serveTasks, type TaskBackend } from '../mcp-tasks.ts';
-import { defineTool, serveTools, type ToolDef, type ToolExtra, toolError } from '../mcp-tools.ts';
+import { defineTool, serveTools, type ToolDef, type ToolExtra } from '../mcp-tools.ts';
 
 /** Largest JSON-RPC frame accepted from the client (rule: bounded-frames). */
 export const MAX_CLIENT_FRAME_BYTES = 8 * 1024 * 1024;
@@ -20,12 +22,10 @@ export const PROGRESS_INTERVAL_MS = 1_000;
 const SHUTDOWN_WAIT_MS = 10_000;
 
 /** A failure the caller should see as a tool error (isError), with a message that says what to do. */
-export class ToolFailure extends Error {
-  readonly structured?: Record<string, unknown>;
+export class ToolFailure extends BatonError<'tool_failed'> {
   constructor(message: string, structured?: Record<string, unknown>) {
-    super(message);
+    super('tool_failed', message, structured);
     this.name = 'ToolFailure';
-    this.structured = structured;
   }
 }
 
@@ -92,12 +92,10 @@ export async function serveProviderStdio(opts: ProviderServerOptions): Promise<v
         trackGroup: (pgid) => groups.add(pgid),
       });
     } catch (err) {
-      if (err instanceof ProtocolError) throw err;
-      const message = redactError(err);
-      if (!(err instanceof ToolFailure)) {
-        opts.logger.error('tool failed unexpectedly', { tool: tool.name, error: message });
+      if (!(err instanceof ProtocolError) && !reportable(err)) {
+        opts.logger.error('tool failed unexpectedly', { tool: tool.name, error: redactError(err) });
       }
-      return toolError(message, err instanceof ToolFailure ? err.structured : undefined);
+      return toolErrorResult(err, { tool: tool.name });
     } finally {
       progress.stop();
       extra.signal.removeEventListener('abort', onAbort);

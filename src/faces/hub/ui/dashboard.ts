@@ -16,6 +16,7 @@ import {
 import { isTerminal } from '../../../core/task.ts';
 import type { Logger } from '../../../lib/log.ts';
 import { redactError } from '../../../lib/redact.ts';
+import { httpStatus } from '../../errors.ts';
 import { MAX_PROMPT_LENGTH } from '../tools.ts';
 import { DashboardAuth, type Session } from './auth.ts';
 import { eventText } from './format.ts';
@@ -100,7 +101,8 @@ export class Dashboard {
       if (m[2]) return await this.events(req, res, m[1]!, url, session);
       return this.taskPage(res, m[1]!, session);
     } catch (err) {
-      if (err instanceof EngineError && (err.code === 'not_found' || err.code === 'invalid')) {
+      // A task id or cursor that is not there (or not valid) is a page that is not there.
+      if (err instanceof EngineError && ['not_found', 'invalid', 'invalid_params'].includes(err.code)) {
         return sendHtml(res, 404, notFound(`${err.message}.`));
       }
       throw err;
@@ -141,7 +143,7 @@ export class Dashboard {
       }
     } catch (err) {
       if (err instanceof EngineError) {
-        const status = { not_found: 404, invalid: 400, conflict: 409, forbidden: 403 }[err.code];
+        const status = httpStatus(err.code);
         return sendHtml(res, status, refusedPage('Refused', html`${redactError(err)}. ${back}`));
       }
       throw err;

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { ClaudeAgent } from '../../../agents/claude/agent.ts';
 import { CLAUDE_EFFORTS, HIGHEST_CLAUDE_EFFORT, STRONGEST_CLAUDE_MODEL } from '../../../agents/claude/policy.ts';
 import { callerBound } from '../../../core/deadlines.ts';
-import { JobError, JobTable, MAX_STATUS_WAIT_MS } from '../../../core/jobs.ts';
+import { JobTable, MAX_STATUS_WAIT_MS } from '../../../core/jobs.ts';
 import { createLogger, isLogLevel, type LogLevel } from '../../../lib/log.ts';
 import { ensurePrivateDir } from '../../../lib/private-fs.ts';
 import { redact } from '../../../lib/redact.ts';
@@ -138,9 +138,7 @@ export async function run(argv: string[]): Promise<void> {
       }),
       async handler(args) {
         const cwd = existingDir(args.cwd);
-        const started = jobTool(() =>
-          jobs.start({ agent, prompt: args.prompt, cwd, sandbox: 'read-only', label: 'Claude' }),
-        );
+        const started = jobs.start({ agent, prompt: args.prompt, cwd, sandbox: 'read-only', label: 'Claude' });
         return structuredResult(started);
       },
     }),
@@ -156,9 +154,7 @@ export async function run(argv: string[]): Promise<void> {
         wait_ms: z.number().int().min(0).max(MAX_STATUS_WAIT_MS).optional(),
       }),
       async handler(args, ctx) {
-        const view = await jobTool(() =>
-          jobs.status(args.jobId, args.cursor, args.wait_ms ?? DEFAULT_STATUS_WAIT_MS, ctx.signal),
-        );
+        const view = await jobs.status(args.jobId, args.cursor, args.wait_ms ?? DEFAULT_STATUS_WAIT_MS, ctx.signal);
         return structuredResult({ ...view });
       },
     }),
@@ -169,7 +165,7 @@ export async function run(argv: string[]): Promise<void> {
         'done is true.',
       input: z.object({ jobId, offset: z.number().int().min(0).optional() }),
       async handler(args) {
-        const page = jobTool(() => jobs.result(args.jobId, args.offset ?? 0));
+        const page = jobs.result(args.jobId, args.offset ?? 0);
         return structuredResult({ ...page }, page.text);
       },
     }),
@@ -178,7 +174,7 @@ export async function run(argv: string[]): Promise<void> {
       description: 'Cancel a background review that is no longer needed; returns its final status.',
       input: z.object({ jobId }),
       async handler(args) {
-        const view = await jobTool(() => jobs.cancel(args.jobId));
+        const view = await jobs.cancel(args.jobId);
         return structuredResult({ ...view });
       },
     }),
@@ -208,25 +204,6 @@ export async function run(argv: string[]): Promise<void> {
       if (ownsStateDir) rmSync(stateDir, { recursive: true, force: true });
     },
   });
-}
-
-/** Turns job-table errors into tool errors that say what to do. */
-function jobTool<T>(fn: () => T): T {
-  try {
-    const out = fn();
-    if (out instanceof Promise) {
-      return out.catch((err: unknown) => {
-        throw asToolFailure(err);
-      }) as T;
-    }
-    return out;
-  } catch (err) {
-    throw asToolFailure(err);
-  }
-}
-
-function asToolFailure(err: unknown): unknown {
-  return err instanceof JobError ? new ToolFailure(err.message, { code: err.code }) : err;
 }
 
 function existingDir(dir: string): string {

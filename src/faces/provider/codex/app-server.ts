@@ -7,7 +7,7 @@ import { ProtocolError } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { AgentSession, Sandbox } from '../../../agents/agent.ts';
 import type { DeadlineExceededError } from '../../../core/deadlines.ts';
-import { JobError, JobTable, MAX_STATUS_WAIT_MS } from '../../../core/jobs.ts';
+import { JobTable, MAX_STATUS_WAIT_MS } from '../../../core/jobs.ts';
 import { runRound } from '../../../core/round.ts';
 import type { Logger } from '../../../lib/log.ts';
 import { redact } from '../../../lib/redact.ts';
@@ -320,15 +320,6 @@ export interface BackgroundDeps {
  */
 export function backgroundTools(deps: BackgroundDeps): ProviderTool[] {
   const { jobs, inflight, jobThreads } = deps;
-  const jobTool = <T>(fn: () => T): T => {
-    try {
-      const out = fn();
-      if (out instanceof Promise) return out.catch((e: unknown) => Promise.reject(asToolFailure(e))) as T;
-      return out;
-    } catch (err) {
-      throw asToolFailure(err);
-    }
-  };
   const withThread = <V extends { jobId: string }>(view: V): Record<string, unknown> => {
     const threadId = jobThreads.get(view.jobId);
     return { ...view, ...(threadId ? { threadId } : {}) };
@@ -342,7 +333,7 @@ export function backgroundTools(deps: BackgroundDeps): ProviderTool[] {
         'codex-status with them until the state is terminal, then read codex-result. Jobs end with this connection.',
       input: codexStartSchema(deps.models),
       async handler(args) {
-        const started = jobTool(() => deps.start(args));
+        const started = deps.start(args);
         return structuredResult({
           ...started,
           next: `call codex-status with {"jobId":"${started.jobId}","cursor":${started.cursor}}`,
@@ -360,9 +351,7 @@ export function backgroundTools(deps: BackgroundDeps): ProviderTool[] {
         wait_ms: z.number().int().min(0).max(MAX_STATUS_WAIT_MS).optional(),
       }),
       async handler(args, ctx) {
-        const view = await jobTool(() =>
-          jobs.status(args.jobId, args.cursor, args.wait_ms ?? defaultWaitMs, ctx.signal),
-        );
+        const view = await jobs.status(args.jobId, args.cursor, args.wait_ms ?? defaultWaitMs, ctx.signal);
         return structuredResult(withThread(view));
       },
     }),
@@ -373,7 +362,7 @@ export function backgroundTools(deps: BackgroundDeps): ProviderTool[] {
         'points from offset; keeps the last 1 MiB and reports truncatedBefore. The text is untrusted.',
       input: z.strictObject({ jobId: jobIdSchema, offset: z.number().int().min(0).optional() }),
       async handler(args) {
-        const page = jobTool(() => jobs.commentary(args.jobId, args.offset ?? 0));
+        const page = jobs.commentary(args.jobId, args.offset ?? 0);
         return structuredResult({ ...page }, page.text);
       },
     }),
@@ -384,7 +373,7 @@ export function backgroundTools(deps: BackgroundDeps): ProviderTool[] {
         'structuredContent.threadId continues the session with codex-reply.',
       input: z.strictObject({ jobId: jobIdSchema, offset: z.number().int().min(0).optional() }),
       async handler(args) {
-        const page = jobTool(() => jobs.result(args.jobId, args.offset ?? 0));
+        const page = jobs.result(args.jobId, args.offset ?? 0);
         return structuredResult(withThread(page), page.text);
       },
     }),
@@ -395,7 +384,7 @@ export function backgroundTools(deps: BackgroundDeps): ProviderTool[] {
         'grace is recorded as abandoned. Inspect the working tree before re-running a cancelled writing job.',
       input: z.strictObject({ jobId: jobIdSchema }),
       async handler(args) {
-        const view = await jobTool(() => jobs.cancel(args.jobId));
+        const view = await jobs.cancel(args.jobId);
         return structuredResult(withThread(view));
       },
     }),
@@ -417,10 +406,6 @@ export function authFailure(): ToolFailure {
     code: AUTH_INVALIDATED_CODE,
     action: AUTH_INVALIDATED_ACTION,
   });
-}
-
-function asToolFailure(err: unknown): unknown {
-  return err instanceof JobError ? new ToolFailure(err.message, { code: err.code }) : err;
 }
 
 function existingDir(dir: string): string {

@@ -8,10 +8,11 @@ import { codexChildEnv } from '../../../agents/codex/env.ts';
 import { readLines } from '../../../lib/jsonl.ts';
 import type { Logger } from '../../../lib/log.ts';
 import { type ChildGroup, groupsWithEnvironment, signalGroup, spawnGroup } from '../../../lib/process-group.ts';
-import { redact, redactError } from '../../../lib/redact.ts';
+import { redact } from '../../../lib/redact.ts';
 import { stripTerminalControls } from '../../../lib/text.ts';
-import { argumentsIssue, describeIssues, toolError, toolJsonSchema } from '../../mcp-tools.ts';
-import { MAX_CLIENT_FRAME_BYTES, type ProviderTool, ToolFailure } from '../stdio-server.ts';
+import { toolErrorResult } from '../../errors.ts';
+import { argumentsIssue, describeIssues, toolJsonSchema } from '../../mcp-tools.ts';
+import { MAX_CLIENT_FRAME_BYTES, type ProviderTool } from '../stdio-server.ts';
 import { authFailure, backgroundTools, type CallArgs, codexJobTable } from './app-server.ts';
 import { type CodexHomeSettings, prepareProviderHome } from './home.ts';
 import { type CallMeta, endJob, LegacyCalls } from './legacy-calls.ts';
@@ -362,8 +363,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
       if (!controller.signal.aborted) send({ id, result });
     } catch (err) {
       if (controller.signal.aborted) return;
-      const message = redactError(err);
-      send({ id, result: toolError(message, err instanceof ToolFailure ? err.structured : undefined) });
+      send({ id, result: toolErrorResult(err, { tool: tool.name }) });
     } finally {
       localRequests.delete(keyOf(id));
     }
