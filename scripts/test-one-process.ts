@@ -1,4 +1,4 @@
-// The one test file scripts/test.ts runs for the files in its ONE_PROCESS list: it imports them in turn, so their
+// The one test file scripts/test.ts runs for the files marked process-safe: it imports them in turn, so their
 // tests all register in this one test process. A file that fails to load becomes a failing test named after it, and
 // the files after it still run.
 

@@ -11,11 +11,11 @@
 // number still leaves the cores idle whenever the four files running all wait at once, so up to two more start while
 // the CPU measured idle (see the scheduler below); under load nothing extra starts. --concurrency N runs exactly N.
 //
-// The pure unit files in ONE_PROCESS run together in one test process (scripts/test-one-process.ts), one test at a
+// The pure unit files marked process-safe run together in one test process (scripts/test-one-process.ts), one test at a
 // time: each spawns nothing and changes no process-wide state, and a process of its own would cost more CPU than its
 // tests (a bare test process, then the same src/ modules imported again).
 //
-// With --prepare (what `npm test` runs) the build comes first, with the ONE_PROCESS files beside it (they need no
+// With --prepare (what `npm test` runs) the build comes first, with the process-safe files beside it (they need no
 // dist/), then `npm run check`'s type check and linters run beside the tests instead of before them: the tests need
 // only dist/, and on two cores the checks fill the gaps the test files leave. The build skips its own type check
 // (--noCheck) because the type check covers src and everything else; its JavaScript is the same either way. A failed
@@ -52,36 +52,18 @@ const SLOW_HINT = [
   'test/hub/user-config.test.ts',
 ];
 
-// Run in one process (see above). Only a file that spawns no process and leaves process.env, the cwd, process
-// methods and V8 flags as they were belongs here; a name that no longer exists is ignored. Secrets the code under test
-// registers (src/lib/redact.ts) stay registered for the files after it, so each file plants secrets of its own: a
-// redaction test must not pass on a secret another file registered.
-const ONE_PROCESS = new Set([
-  'test/agents/acp-events.test.ts',
-  'test/attach/auth-mirror.test.ts',
-  'test/attach/codex-fail-closed.test.ts',
-  'test/attach/opencode-agent-fake.test.ts',
-  'test/attach/opencode-client.test.ts',
-  'test/attach/registries.test.ts',
-  'test/browser/lease-record.test.ts',
-  'test/codex/app-server-client-unit.test.ts',
-  'test/codex/config-toml.test.ts',
-  'test/codex/json-rpc-peer.test.ts',
-  'test/codex/version.test.ts',
-  'test/core/engine-operator.test.ts',
-  'test/core/store.test.ts',
-  'test/core/task-log.test.ts',
-  'test/provider/codex-units.test.ts',
-  'test/unit/config-location.test.ts',
-  'test/unit/dashboard-html.test.ts',
-  'test/unit/jobs.test.ts',
-  'test/unit/mcp-tools.test.ts',
-  'test/unit/paging.test.ts',
-  'test/unit/provider-redaction.test.ts',
-  'test/unit/retention.test.ts',
-  'test/unit/round.test.ts',
-  'test/unit/version.test.ts',
-]);
+// Run in one process (see above): a file whose header has a line starting `// process-safe:` (MARKER). Only a file that
+// spawns no process and leaves process.env, the cwd, process methods and V8 flags as they were may say so. Secrets the
+// code under test registers (src/lib/redact.ts) stay registered for the files after it, so each such file plants
+// secrets of its own: a redaction test must not pass on a secret another file registered.
+const MARKER = /^\/\/ process-safe:/m;
+
+/** Whether a test file's header (its leading comment lines) marks it process-safe. */
+function processSafe(file: string): boolean {
+  const text = readFileSync(resolve(root, file), 'utf8');
+  const header = text.slice(0, text.search(/^(?!\/\/|\s*$)/m) >>> 0);
+  return MARKER.test(header);
+}
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -161,8 +143,8 @@ const started = performance.now();
 const timeout = Number(values.timeout);
 // --concurrency N runs exactly N files at a time; by default four, and up to EXTRA_FILES more on idle CPU (below).
 const concurrency = Number(values.concurrency ?? 4);
-const isolated = files.filter((f) => !ONE_PROCESS.has(f));
-const shared = files.filter((f) => ONE_PROCESS.has(f));
+const shared = files.filter(processSafe);
+const isolated = files.filter((f) => !shared.includes(f));
 
 // Each run ends with its own totals (diagnostics "tests N", "pass N", …); they are summed into one set at the end.
 const TOTALS = /^(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) [\d.]+$/;
@@ -171,7 +153,7 @@ const report = new PassThrough({ objectMode: true });
 const specOut = report.compose(spec);
 const printed = new Promise((r) => specOut.once('end', r));
 
-/** Collects a run's events (one file, or the ONE_PROCESS files) and resolves to them when it ends; the totals and
+/** Collects a run's events (one file, or the process-safe files) and resolves to them when it ends; the totals and
  * durations are taken as they come. Each run is printed as one block, so files that end together never interleave. */
 function collect(stream: Readable): Promise<unknown[]> {
   const held: unknown[] = [];
@@ -274,7 +256,7 @@ const pump = () => {
     if (idle >= FILL_IDLE && iowait <= MAX_IOWAIT) startNext();
   }
 };
-// The ONE_PROCESS files need no dist/: they start at once, beside the build, which keeps one core busy with tsc. Their
+// The process-safe files need no dist/: they start at once, beside the build, which keeps one core busy with tsc. Their
 // process takes no slot (about two CPU seconds in all).
 let oneProcess: Promise<unknown[]> = Promise.resolve([]);
 if (shared.length) {

@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // Unit tests of the pure session/update → AgentEvent mapping (no processes).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // AG-9's write-back rule for a mirrored login file (pure file system, no agent).
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';

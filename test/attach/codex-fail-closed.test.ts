@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // The Codex paths a real app-server cannot be made to take: an unacknowledged turn/interrupt, a turn/start that never
 // answers, and server requests that must be declined, refused or left alone. These run against a FAKE WebSocket
 // app-server scripted below (this file says so); the happy and timeout paths run against the real binary in

@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // Edge paths of the OpenCode hub agent that the real server cannot be made to take: an abort OpenCode never honours
 // (the cancel is then reported unacknowledged after the grace) and an event stream that ends mid-turn. These run
 // against a FAKE OpenCode server scripted below (this file says so); the real server is used in opencode-agent.ts and opencode-user-server.test.ts.

@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // The OpenCode HTTP client's own rules against a scripted local HTTP server (a FAKE OpenCode, this file says so):
 // redirects never followed, every request bounded, credentials never in an error. The real server is exercised in
 // opencode-user-server.test.ts and opencode-agent.ts.

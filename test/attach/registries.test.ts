@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // Unit tests of the attach registries. Connections here are in-memory fakes (this file says so): the real OpenCode and
 // Codex servers are exercised in opencode-user-server.test.ts and attach-codex.test.ts.
 import assert from 'node:assert/strict';

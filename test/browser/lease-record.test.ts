@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // Unit tests (pure functions, no processes) for the inert acquire record and command parsing of the browser provider.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

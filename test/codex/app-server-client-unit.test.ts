@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // Unit tests of CodexAppServerClient's own rules (limits, validation, correlation) against a scripted FAKE app-server
 // on in-memory streams: these are behaviours a real Codex does not exhibit on demand (bad initialize fields, floods of
 // server requests, silence). The real-binary tests live in app-server-client.test.ts.

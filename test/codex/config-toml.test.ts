@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // The one Codex config.toml writer: key order kept, optional keys and tables left out, values TOML-quoted, the
 // operator's provider table and the untrusted project entries appended (AG-7).
 import assert from 'node:assert/strict';

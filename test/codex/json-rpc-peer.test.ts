@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // The generic JSON-RPC peer on its own: two peers over an in-memory channel pair, as MCP-style users would wire it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

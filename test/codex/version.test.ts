@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // LB-3: strict Codex release numbers and the minimum-version check, table-driven.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

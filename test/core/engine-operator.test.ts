@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // The engine's operator side that the dashboard and `baton tasks` use, with the FAKE in-process agent
 // (test/support/fake-agent.ts): an operator's cancel is recorded as the operator's, a caller's stays the caller's; the
 // overview lists every caller's tasks newest first with the start of the first prompt, pages and filters; prompts()

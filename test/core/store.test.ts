@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // The store's size-independent reads: result length and preview kept with the result, result pages read
 // by code point offset, commentary appended in chunks and trimmed from the front, the operator list on an index.
 import assert from 'node:assert/strict';

@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // Events are written in batches: one transaction per flush, bounded by count, never one commit per event;
 // a read or another write first flushes what is queued, so nothing acknowledged or read is missing or out of order.
 import assert from 'node:assert/strict';

@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // Unit tests of the Codex provider's pure parts (no binary): the isolated config by version and settings, Fast mode
 // detection, the workspace-network precedence, flag spelling, unauthorized detection and the peek table.
 import assert from 'node:assert/strict';

@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // Where baton finds its per-user config and how roots are edited: the resolver's precedence with injected
 // env/platform/home, and init/roots add/remove on a config in a temp dir (never the real user's home).
 import assert from 'node:assert/strict';

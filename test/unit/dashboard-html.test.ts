@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // The dashboard's one escaping template (rule: dashboard): every interpolation is escaped unless it is a fragment the
 // template itself built; lists join; nothing-values vanish. And the event text every kind gets, known or not. The browser
 // test covers the pages built with them.

@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // Unit tests of the job table with a FAKE agent (a scripted in-process Agent): limits, cursors, paging, deadlines and
 // cancellation without spawning anything. The real agents are exercised through it in test/provider/.
 import assert from 'node:assert/strict';

@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // The shared tool layer on MCP SDK v2: the same strict -32602 answers in both protocol eras, through the
 // official v2 client over real HTTP.
 import assert from 'node:assert/strict';

@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { keepTail, pageTail, pageText, RESULT_PAGE_CODE_POINTS, TailBuffer } from '../../src/core/paging.ts';

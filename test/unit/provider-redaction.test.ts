@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // SE-1 on the provider faces' own output paths, with a FAKE in-process agent (no process is spawned): a provider job's
 // commentary, status phases, error and verdict, and the progress notifications of a blocking call, all carry agent text
 // to the caller and all come out redacted. The real agents reach these paths in test/provider/.

@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // Unit tests of the one retention rule shared by the job table and attach dispatches, on an injected clock: the
 // working limit, the kept limit with eviction of the record that finished first, and expiry after the retention.
 import assert from 'node:assert/strict';

@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // Unit tests of runRound, the one round runner, with FAKE in-process turns (async generators standing in for an agent's
 // turn): the answer and its cap, exactly one end, a turn without one, a throwing turn, close always running, and the
 // first stop winning over what the agent reports afterwards. The real agents run through it in test/core, test/hub

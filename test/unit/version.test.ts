@@ -1,3 +1,4 @@
+// process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // The one loose version finder used for display by the Claude, OpenCode and ACP probes (Codex has its strict parser).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
