@@ -20,7 +20,6 @@ const MAX_LINES = 500;
 const LONG_FILES: Record<string, string> = {
   'src/core/engine.ts': 'the task engine; its split into admission, rounds and operator queries is planned',
   'src/faces/hub/server.ts': 'being split into lifecycle and routes',
-  'src/faces/provider/codex/legacy-bridge.ts': 'one closure over shared flags, to become an explicit state machine',
 };
 
 /** Generated code: whole, as its generator wrote it (`npm run generate:codex`). */

@@ -7,7 +7,7 @@ import type { Sandbox } from '../../../agents/agent.ts';
 import { codexChildEnv } from '../../../agents/codex/env.ts';
 import { readLines } from '../../../lib/jsonl.ts';
 import type { Logger } from '../../../lib/log.ts';
-import { type ChildGroup, groupsWithEnvironment, signalGroup, spawnGroup } from '../../../lib/process-group.ts';
+import { type ChildGroup, spawnGroup } from '../../../lib/process-group.ts';
 import { redact } from '../../../lib/redact.ts';
 import { stripTerminalControls } from '../../../lib/text.ts';
 import { toolErrorResult } from '../../errors.ts';
@@ -15,13 +15,17 @@ import { argumentsIssue, describeIssues, toolJsonSchema } from '../../mcp-tools.
 import { MAX_CLIENT_FRAME_BYTES, type ProviderTool } from '../stdio-server.ts';
 import { authFailure, backgroundTools, type CallArgs, codexJobTable } from './app-server.ts';
 import { type CodexHomeSettings, prepareProviderHome } from './home.ts';
-import { type CallMeta, endJob, LegacyCalls } from './legacy-calls.ts';
+import { type CallMeta, endJob, type LegacyCall, LegacyCalls } from './legacy-calls.ts';
+import { threadCommandsOf } from './legacy-commands.ts';
 import {
   authErrorResult,
+  type ClientFrame,
+  type CodexFrame,
+  clientFrame,
+  codexFrame,
   isTypedUnauthorized,
   type JsonRpcId,
   keyOf,
-  type Message,
   statusOf,
 } from './legacy-frames.ts';
 import { finishJob, JOB_REQUEST_PREFIX, legacyJobAgent } from './legacy-jobs.ts';
@@ -70,6 +74,24 @@ export interface LegacyBridge {
   teardown(reason: string, code?: number): Promise<void>;
 }
 
+/** What the bridge remembers between frames; the frame handlers read and change only this and the call table. */
+interface BridgeState {
+  /** Codex reported the login invalid: the call that saw it got one structured error, new turns are refused. */
+  authInvalidated: boolean;
+  /** Codex's last stdout chunk ended inside a frame (a stall there leaves no line boundary for later frames). */
+  codexMidFrame: boolean;
+  /** Set once the bridge is ending; nothing more goes to the client. */
+  shuttingDown: Promise<void> | undefined;
+  /** Ids of the client's tools/list requests, whose answers get the curated listing. */
+  toolsListIds: Set<string>;
+  /** Client requests for the bridge's own tools, aborted by the client's notifications/cancelled. */
+  localRequests: Map<string, AbortController>;
+  /** Each thread's cwd and sandbox, so a codex-reply reports where its thread runs. */
+  threadCwds: Map<string, { cwd: string; sandbox: string }>;
+  /** The thread of each background job. */
+  jobThreads: Map<string, string>;
+}
+
 export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams): LegacyBridge {
   const logger = opts.logger;
   const maxSuppressed = opts.maxSuppressed ?? MAX_SUPPRESSED_CODEX_RESPONSES;
@@ -89,50 +111,26 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
   codex.child.stdin?.on('error', () => {});
 
   const inflight = new InFlightTurns();
-  const toolsListIds = new Set<string>();
-  /** Client requests for the bridge's own tools, aborted by the client's notifications/cancelled. */
-  const localRequests = new Map<string, AbortController>();
-  const threadCwds = new Map<string, { cwd: string; sandbox: string }>();
-  const jobThreads = new Map<string, string>();
-  let authInvalidated = false;
-  let codexMidFrame = false;
-  let shuttingDown: Promise<void> | undefined;
+  const state: BridgeState = {
+    authInvalidated: false,
+    codexMidFrame: false,
+    shuttingDown: undefined,
+    toolsListIds: new Set(),
+    localRequests: new Map(),
+    threadCwds: new Map(),
+    jobThreads: new Map(),
+  };
+  const { toolsListIds, localRequests, threadCwds, jobThreads } = state;
 
   const toClient = (line: string | Buffer) => {
-    if (shuttingDown) return;
+    if (state.shuttingDown) return;
     streams.clientOut.write(typeof line === 'string' ? `${line}\n` : Buffer.concat([line, Buffer.from('\n')]));
   };
   const send = (msg: Record<string, unknown>) => toClient(JSON.stringify({ jsonrpc: '2.0', ...msg }));
   const toCodex = (line: string | Buffer) => {
     codex.child.stdin?.write(typeof line === 'string' ? `${line}\n` : Buffer.concat([line, Buffer.from('\n')]));
   };
-  // Codex ≤ 0.153 keeps a command running after it aborts the turn that started it (its unified exec outlives turns),
-  // in a session of the command's own (the sandbox's), so neither Codex's cancel nor its process group reaches it. The
-  // bridge finds a thread's commands by the CODEX_HOME and CODEX_THREAD_ID Codex gives them (rule: cancel-then-stop).
-  function threadCommands(threadId: string): Set<number> {
-    const groups = groupsWithEnvironment({ CODEX_HOME: opts.homeDir, CODEX_THREAD_ID: threadId });
-    groups.delete(codex.pgid);
-    return groups;
-  }
-  async function stopCommands(threadId: string | undefined, spare: ReadonlySet<number> | undefined): Promise<void> {
-    if (threadId === undefined) return;
-    // Gone means no live process carries the thread any more: a zombie left for a parent to reap does no work, and the
-    // scan also catches a command started meanwhile.
-    const running = () => [...threadCommands(threadId)].filter((g) => !spare?.has(g));
-    let groups = running();
-    if (groups.length === 0) return;
-    logger.info('codex: stopping the commands of a stopped turn', { threadId, processGroups: groups.length });
-    for (const sig of ['SIGTERM', 'SIGKILL'] as const) {
-      for (const g of groups) signalGroup(g, sig);
-      const deadline = Date.now() + TEARDOWN_GRACE_MS;
-      while (groups.length > 0 && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 25));
-        groups = running();
-      }
-      if (groups.length === 0) return;
-    }
-    logger.warn('codex: commands of a stopped turn survived SIGKILL', { threadId, processGroups: groups.length });
-  }
+  const { threadCommands, stopCommands } = threadCommandsOf(opts.homeDir, codex.pgid, logger);
   const calls = new LegacyCalls({
     inflight,
     limits: opts.limits,
@@ -152,7 +150,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
 
   /** Ends the bridge: bounded stop of Codex's group, then exit (the client reconnects to a new bridge). */
   const teardown = (reason: string, code = 1) => {
-    shuttingDown ??= (async () => {
+    state.shuttingDown ??= (async () => {
       logger.warn('codex bridge shutting down', { reason });
       for (const c of localRequests.values()) c.abort();
       await Promise.race([jobs.closeAll(), new Promise((r) => setTimeout(r, TEARDOWN_GRACE_MS).unref())]);
@@ -171,12 +169,12 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
       } catch {}
       streams.exit(code);
     })();
-    return shuttingDown;
+    return state.shuttingDown;
   };
 
   /** A stall inside a native frame leaves no line boundary for later frames: one more grace, then the bridge ends. */
   const watchMidFrame = () => {
-    if (!codexMidFrame) return;
+    if (!state.codexMidFrame) return;
     let sawNewline = false;
     const onData = (d: Buffer) => {
       if (d.includes(10)) sawNewline = true;
@@ -184,7 +182,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
     codex.child.stdout?.on('data', onData);
     setTimeout(() => {
       codex.child.stdout?.off('data', onData);
-      if (!sawNewline && codexMidFrame) void teardown('Codex stalled inside a frame and ignored the cancel');
+      if (!sawNewline && state.codexMidFrame) void teardown('Codex stalled inside a frame and ignored the cancel');
     }, opts.limits.cancelGraceMs).unref();
   };
 
@@ -234,7 +232,7 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
     statusIntervalMs: opts.statusIntervalMs,
     models: opts.models,
     start: (args) => {
-      if (authInvalidated) throw authFailure();
+      if (state.authInvalidated) throw authFailure();
       const jobIds: { jobId?: string } = {};
       const { meta } = nativeArgs(args);
       const started = jobs.start({
@@ -268,89 +266,57 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
     ];
   };
 
-  // ---- Client → Codex.
+  // ---- Client → Codex: one handler per kind of frame (legacy-frames.ts tells them apart).
   const onClientLine = (raw: Buffer) => {
-    let msg: Message;
-    try {
-      msg = JSON.parse(raw.toString('utf8')) as Message;
-    } catch {
-      toCodex(raw);
-      return;
+    const frame = clientFrame(raw);
+    switch (frame.kind) {
+      case 'tools_list':
+        toolsListIds.add(keyOf(frame.id));
+        return toCodex(raw);
+      case 'cancelled':
+        return onClientCancel(frame.requestId, raw);
+      case 'tools_call':
+        return onToolsCall(frame, raw);
+      case 'unparsable':
+      case 'other':
+        return toCodex(raw);
     }
-    if (msg.method === 'tools/list' && msg.id !== undefined) {
-      toolsListIds.add(keyOf(msg.id));
-      toCodex(raw);
-      return;
+  };
+
+  /** A client cancel: a local tool's request is aborted, a call to Codex waits for Codex to confirm it. */
+  const onClientCancel = (requestId: JsonRpcId | undefined, raw: Buffer) => {
+    if (requestId !== undefined) {
+      localRequests.get(keyOf(requestId))?.abort();
+      const call = calls.get(keyOf(requestId));
+      if (call && !call.job && !call.cancelTimer) calls.awaitCancel(call);
     }
-    if (msg.method === 'notifications/cancelled') {
-      const requestId = msg.params?.requestId as JsonRpcId | undefined;
-      if (requestId !== undefined) {
-        localRequests.get(keyOf(requestId))?.abort();
-        const call = calls.get(keyOf(requestId));
-        if (call && !call.job && !call.cancelTimer) calls.awaitCancel(call);
-      }
-      toCodex(raw);
-      return;
-    }
-    if (msg.method !== 'tools/call' || msg.id === undefined) {
-      toCodex(raw);
-      return;
-    }
-    const id = msg.id;
-    const name = String(msg.params?.name ?? '');
-    const rawArgs = msg.params?.arguments ?? {};
+    toCodex(raw);
+  };
+
+  /** A tools/call: refused, run by the bridge (job tools), rewritten for Codex (codex, codex-reply), or forwarded. */
+  const onToolsCall = ({ msg, id, name, args: rawArgs }: Extract<ClientFrame, { kind: 'tools_call' }>, raw: Buffer) => {
     // The same refusals as every other face (own __proto__-like keys, lone surrogates), forwarded tools included.
     const issue = argumentsIssue(rawArgs);
-    if (issue) {
-      send({
-        id,
-        error: { code: ProtocolErrorCode.InvalidParams, message: `invalid arguments for ${name}: ${issue}` },
-      });
-      return;
-    }
+    if (issue) return invalidParams(id, name, issue);
     const local = localByName.get(name);
-    if (local) {
-      void runLocal(id, local, rawArgs);
-      return;
-    }
+    if (local) return void runLocal(id, local, rawArgs);
     const schema = curated.get(name);
-    if (!schema) {
-      toCodex(raw);
-      return;
-    }
+    if (!schema) return toCodex(raw);
     const parsed = schema.safeParse(rawArgs);
-    if (!parsed.success) {
-      send({
-        id,
-        error: {
-          code: ProtocolErrorCode.InvalidParams,
-          message: `invalid arguments for ${name}: ${describeIssues(parsed.error)}`,
-        },
-      });
-      return;
-    }
-    if (authInvalidated) {
-      send({ id, result: authErrorResult() });
-      return;
-    }
+    if (!parsed.success) return invalidParams(id, name, describeIssues(parsed.error));
+    if (state.authInvalidated) return send({ id, result: authErrorResult() });
     const { native, meta } = nativeArgs(parsed.data as CallArgs);
     const progressToken = (msg.params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
     calls.start(id, meta, progressToken);
     toCodex(JSON.stringify({ ...msg, params: { ...msg.params, arguments: native } }));
   };
 
+  const invalidParams = (id: JsonRpcId, name: string, issue: string) =>
+    send({ id, error: { code: ProtocolErrorCode.InvalidParams, message: `invalid arguments for ${name}: ${issue}` } });
+
   const runLocal = async (id: JsonRpcId, tool: ProviderTool, rawArgs: unknown) => {
     const parsed = tool.input.safeParse(rawArgs);
-    if (!parsed.success) {
-      send({
-        id,
-        error: {
-          code: ProtocolErrorCode.InvalidParams,
-          message: `invalid arguments for ${tool.name}: ${describeIssues(parsed.error)}`,
-        },
-      });
-      return;
-    }
+    if (!parsed.success) return invalidParams(id, tool.name, describeIssues(parsed.error));
     const controller = new AbortController();
     localRequests.set(keyOf(id), controller);
     try {
@@ -369,121 +335,120 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
     }
   };
 
-  // ---- Codex → client.
+  // ---- Codex → client: one handler per kind of frame (legacy-frames.ts tells them apart).
   const onCodexLine = (raw: Buffer) => {
-    let msg: Message;
-    try {
-      msg = JSON.parse(raw.toString('utf8')) as Message;
-    } catch {
-      toClient(raw);
-      return;
+    const frame = codexFrame(raw);
+    switch (frame.kind) {
+      case 'response':
+        return onCodexResponse(frame, raw);
+      case 'event':
+        return onCodexEvent(frame, raw);
+      case 'server_request':
+        return onCodexRequest(frame, raw);
+      case 'unparsable':
+      case 'other':
+        return toClient(raw);
     }
-    const isResponse = msg.method === undefined && msg.id !== undefined;
-    if (isResponse) {
-      const key = keyOf(msg.id!);
-      if (toolsListIds.delete(key) && msg.result && Array.isArray(msg.result.tools)) {
-        send({
-          id: msg.id,
-          result: { ...msg.result, tools: curatedListing(msg.result.tools as Array<Record<string, unknown>>) },
-        });
-        return;
-      }
-      if (calls.settleLate(key)) return;
-      const call = calls.get(key);
-      if (call) {
-        calls.close(call);
-        if (call.job) finishJob(call, msg);
-        else toClient(raw);
-        return;
-      }
-      toClient(raw);
-      return;
+  };
+
+  /** A response: a tools/list gets the curated listing, a call's response ends the call (a job's stays private). */
+  const onCodexResponse = ({ msg, key }: Extract<CodexFrame, { kind: 'response' }>, raw: Buffer) => {
+    if (toolsListIds.delete(key) && msg.result && Array.isArray(msg.result.tools)) {
+      const tools = curatedListing(msg.result.tools as Array<Record<string, unknown>>);
+      return send({ id: msg.id, result: { ...msg.result, tools } });
     }
-    if (msg.method === 'codex/event') {
-      const meta = msg.params?._meta as { requestId?: JsonRpcId; threadId?: string } | undefined;
-      const call = meta?.requestId !== undefined ? calls.get(keyOf(meta.requestId)) : undefined;
-      const event = (msg.params?.msg ?? {}) as Record<string, unknown>;
-      if (call) {
-        call.lastActivityAt = Date.now();
-        call.entry.lastActivityAt = call.lastActivityAt;
-        call.touch();
-        const threadId =
-          meta?.threadId ?? (event.type === 'session_configured' ? (event.thread_id as string) : undefined);
-        if (threadId && !call.threadId) {
-          call.threadId = threadId;
-          call.entry.threadId = threadId;
-          if (call.entry.cwd) threadCwds.set(threadId, { cwd: call.entry.cwd, sandbox: call.entry.sandbox });
-          if (call.job) {
-            const jobId = call.job.jobIds.jobId;
-            if (jobId) jobThreads.set(jobId, threadId);
-            call.job.queue.push({ kind: 'session', id: threadId });
-          }
-        }
-        if (isTypedUnauthorized(event)) {
-          // The typed event is replaced by one structured tool error; new turns are refused from now on.
-          authInvalidated = true;
-          if (call.job) {
-            endJob(call.job, {
-              kind: 'end',
-              outcome: 'failed',
-              error: `${AUTH_INVALIDATED_CODE}: ${authFailure().message}`,
-            });
-          } else send({ id: call.id, result: authErrorResult(call.threadId) });
-          calls.suppress(call, { abandoned: false, stopAsked: false });
-          return;
-        }
-        if (event.type === 'turn_aborted' && call.cancelTimer) {
-          // Codex confirms a cancel with turn_aborted and, as MCP asks, sends no response for the cancelled request.
-          // The job ends once the commands the turn left running are stopped, so a cancel answered means work stopped.
-          calls.close(call);
-          const stopped = stopCommands(call.threadId, call.commandsBefore);
-          const job = call.job;
-          if (job) {
-            void stopped.then(() => endJob(job, { kind: 'end', outcome: 'cancelled', acknowledged: true }));
-            return;
-          }
-          toClient(raw);
-          return;
-        }
-        const status = statusOf(event);
-        if (status) {
-          call.lastProgressAt = Date.now();
-          call.progress.send(status);
-          call.job?.queue.push({ kind: 'status', text: status });
-        }
-        if (
-          call.job &&
-          event.type === 'agent_message' &&
-          event.phase === 'commentary' &&
-          typeof event.message === 'string'
-        )
-          call.job.queue.push({ kind: 'commentary', text: stripTerminalControls(event.message) });
-        if (event.type === 'task_complete') {
-          // Terminal result recovery: answer for Codex if its own response does not follow within the grace.
-          calls.expectResponse(call, typeof event.last_agent_message === 'string' ? event.last_agent_message : '');
-        }
-        if (call.job) return;
-      } else if (meta?.requestId !== undefined) {
-        // A call closed locally (deadline, abandoned cancel) that Codex has now aborted: no response will follow.
-        if (event.type === 'turn_aborted') calls.settleLate(keyOf(meta.requestId));
-        if (String(meta.requestId).startsWith(JOB_REQUEST_PREFIX)) return;
-      }
-      toClient(raw);
-      return;
+    if (calls.settleLate(key)) return;
+    const call = calls.get(key);
+    if (call) {
+      calls.close(call);
+      if (call.job) return finishJob(call, msg);
     }
-    if (msg.method !== undefined && msg.id !== undefined) {
-      // A server request (e.g. an approval elicitation) for a job's private call is declined; others go to the client.
-      const related = (msg.params as { _meta?: { requestId?: JsonRpcId } } | undefined)?._meta?.requestId;
-      if (related !== undefined && String(related).startsWith(JOB_REQUEST_PREFIX)) {
-        toCodex(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { action: 'decline' } }));
-        return;
-      }
+    toClient(raw);
+  };
+
+  /** A native event: a call's progress, thread, auth failure or cancel confirmation; shown unless a job's. */
+  const onCodexEvent = (frame: Extract<CodexFrame, { kind: 'event' }>, raw: Buffer) => {
+    const { requestId, event } = frame;
+    const call = requestId !== undefined ? calls.get(keyOf(requestId)) : undefined;
+    if (call) {
+      if (onCallEvent(call, frame) === 'consumed' || call.job) return;
+    } else if (requestId !== undefined) {
+      // A call closed locally (deadline, abandoned cancel) that Codex has now aborted: no response will follow.
+      if (event.type === 'turn_aborted') calls.settleLate(keyOf(requestId));
+      if (String(requestId).startsWith(JOB_REQUEST_PREFIX)) return;
+    }
+    toClient(raw);
+  };
+
+  /** One event of a live call; 'consumed' when the event must not reach the client. */
+  const onCallEvent = (call: LegacyCall, { threadId: metaThread, event }: Extract<CodexFrame, { kind: 'event' }>) => {
+    call.lastActivityAt = Date.now();
+    call.entry.lastActivityAt = call.lastActivityAt;
+    call.touch();
+    const threadId = metaThread ?? (event.type === 'session_configured' ? (event.thread_id as string) : undefined);
+    if (threadId && !call.threadId) learnThread(call, threadId);
+    if (isTypedUnauthorized(event)) return onUnauthorized(call);
+    if (event.type === 'turn_aborted' && call.cancelTimer) return onCancelConfirmed(call);
+    const status = statusOf(event);
+    if (status) {
+      call.lastProgressAt = Date.now();
+      call.progress.send(status);
+      call.job?.queue.push({ kind: 'status', text: status });
+    }
+    if (call.job && event.type === 'agent_message' && event.phase === 'commentary' && typeof event.message === 'string')
+      call.job.queue.push({ kind: 'commentary', text: stripTerminalControls(event.message) });
+    if (event.type === 'task_complete') {
+      // Terminal result recovery: answer for Codex if its own response does not follow within the grace.
+      calls.expectResponse(call, typeof event.last_agent_message === 'string' ? event.last_agent_message : '');
+    }
+    return 'shown';
+  };
+
+  /** The call's thread became known: remembered for codex-reply's cwd, and told to a job. */
+  const learnThread = (call: LegacyCall, threadId: string) => {
+    call.threadId = threadId;
+    call.entry.threadId = threadId;
+    if (call.entry.cwd) threadCwds.set(threadId, { cwd: call.entry.cwd, sandbox: call.entry.sandbox });
+    if (call.job) {
+      const jobId = call.job.jobIds.jobId;
+      if (jobId) jobThreads.set(jobId, threadId);
+      call.job.queue.push({ kind: 'session', id: threadId });
+    }
+  };
+
+  /** The typed event is replaced by one structured tool error; new turns are refused from now on. */
+  const onUnauthorized = (call: LegacyCall): 'consumed' => {
+    state.authInvalidated = true;
+    if (call.job) {
+      endJob(call.job, { kind: 'end', outcome: 'failed', error: `${AUTH_INVALIDATED_CODE}: ${authFailure().message}` });
+    } else send({ id: call.id, result: authErrorResult(call.threadId) });
+    calls.suppress(call, { abandoned: false, stopAsked: false });
+    return 'consumed';
+  };
+
+  /**
+   * Codex confirms a cancel with turn_aborted and, as MCP asks, sends no response for the cancelled request. The job
+   * ends once the commands the turn left running are stopped, so a cancel answered means work stopped.
+   */
+  const onCancelConfirmed = (call: LegacyCall): 'consumed' | 'shown' => {
+    calls.close(call);
+    const stopped = stopCommands(call.threadId, call.commandsBefore);
+    const job = call.job;
+    if (!job) return 'shown';
+    void stopped.then(() => endJob(job, { kind: 'end', outcome: 'cancelled', acknowledged: true }));
+    return 'consumed';
+  };
+
+  /** A server request (e.g. an approval elicitation) for a job's private call is declined; others go to the client. */
+  const onCodexRequest = ({ msg, related }: Extract<CodexFrame, { kind: 'server_request' }>, raw: Buffer) => {
+    if (related !== undefined && String(related).startsWith(JOB_REQUEST_PREFIX)) {
+      return toCodex(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { action: 'decline' } }));
     }
     toClient(raw);
   };
 
   codex.child.stdout?.on('data', (d: Buffer) => {
-    codexMidFrame = d.length > 0 && d[d.length - 1] !== 10;
+    state.codexMidFrame = d.length > 0 && d[d.length - 1] !== 10;
   });
   readLines(codex.child.stdout!, {
     maxLineBytes: MAX_CODEX_FRAME_BYTES,

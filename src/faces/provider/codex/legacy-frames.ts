@@ -59,3 +59,74 @@ export function authErrorResult(threadId?: string): Record<string, unknown> {
     ...(threadId ? { threadId } : {}),
   }) as unknown as Record<string, unknown>;
 }
+
+/** What one line from the client is, as the bridge tells frames apart (the raw line is forwarded when not handled). */
+export type ClientFrame =
+  /** Not JSON: forwarded to Codex as it is, which answers it. */
+  | { kind: 'unparsable' }
+  | { kind: 'tools_list'; msg: Message; id: JsonRpcId }
+  | { kind: 'cancelled'; msg: Message; requestId: JsonRpcId | undefined }
+  | { kind: 'tools_call'; msg: Message; id: JsonRpcId; name: string; args: unknown }
+  /** Anything else (initialize, notifications, other requests): forwarded to Codex. */
+  | { kind: 'other'; msg: Message };
+
+export function clientFrame(raw: Buffer): ClientFrame {
+  const msg = parse(raw);
+  if (msg === undefined) return { kind: 'unparsable' };
+  if (msg.method === 'tools/list' && msg.id !== undefined) return { kind: 'tools_list', msg, id: msg.id };
+  if (msg.method === 'notifications/cancelled') {
+    return { kind: 'cancelled', msg, requestId: msg.params?.requestId as JsonRpcId | undefined };
+  }
+  if (msg.method !== 'tools/call' || msg.id === undefined) return { kind: 'other', msg };
+  return {
+    kind: 'tools_call',
+    msg,
+    id: msg.id,
+    name: String(msg.params?.name ?? ''),
+    args: msg.params?.arguments ?? {},
+  };
+}
+
+/** What one line from Codex is, as the bridge tells frames apart (the raw line is forwarded when not handled). */
+export type CodexFrame =
+  /** Not JSON: forwarded to the client as it is. */
+  | { kind: 'unparsable' }
+  /** A response to a request (the client's, or a job's private call). */
+  | { kind: 'response'; msg: Message; key: string }
+  /** A native `codex/event`, with the request it belongs to when Codex names one. */
+  | {
+      kind: 'event';
+      msg: Message;
+      requestId: JsonRpcId | undefined;
+      threadId: string | undefined;
+      event: Record<string, unknown>;
+    }
+  /** A request from Codex (an approval elicitation), with the client request it relates to. */
+  | { kind: 'server_request'; msg: Message; id: JsonRpcId; related: JsonRpcId | undefined }
+  /** Any other notification: forwarded to the client. */
+  | { kind: 'other'; msg: Message };
+
+export function codexFrame(raw: Buffer): CodexFrame {
+  const msg = parse(raw);
+  if (msg === undefined) return { kind: 'unparsable' };
+  if (msg.method === undefined && msg.id !== undefined) return { kind: 'response', msg, key: keyOf(msg.id) };
+  if (msg.method === 'codex/event') {
+    const meta = msg.params?._meta as { requestId?: JsonRpcId; threadId?: string } | undefined;
+    const event = (msg.params?.msg ?? {}) as Record<string, unknown>;
+    return { kind: 'event', msg, requestId: meta?.requestId, threadId: meta?.threadId, event };
+  }
+  if (msg.method !== undefined && msg.id !== undefined) {
+    const related = (msg.params as { _meta?: { requestId?: JsonRpcId } } | undefined)?._meta?.requestId;
+    return { kind: 'server_request', msg, id: msg.id, related };
+  }
+  return { kind: 'other', msg };
+}
+
+/** The line's JSON, or undefined when it is not JSON. (A JSON `null` is returned as it is, and throws where read.) */
+function parse(raw: Buffer): Message | undefined {
+  try {
+    return JSON.parse(raw.toString('utf8')) as Message;
+  } catch {
+    return undefined;
+  }
+}
