@@ -209,9 +209,7 @@ class OpenCodeSession implements AgentSession {
     const { opened, events } = this.client.events({ directory: this.directory }, stream.signal);
     const iterator = events[Symbol.asyncIterator]();
     const first = iterator.next();
-    let outcome: 'succeeded' | 'failed' | 'cancelled' = 'succeeded';
-    let error: string | undefined;
-    let acknowledged: boolean | undefined;
+    const st: TurnState = { outcome: 'succeeded', busySeen: false, tools: new Map(), preview: new AnswerPreview() };
     try {
       await opened;
       await this.client.promptAsync(
@@ -221,9 +219,6 @@ class OpenCodeSession implements AgentSession {
         { signal: opts.signal },
       );
       yield { kind: 'status', text: 'OpenCode: working' };
-      const tools = new Map<string, 'started' | 'ended'>();
-      const preview = new AnswerPreview();
-      let busySeen = false;
       let abortedAt: number | undefined;
       let pending = first;
       const abortTurn = async () => {
@@ -247,17 +242,17 @@ class OpenCodeSession implements AgentSession {
         const next = await raceTimeout(abortedAt === undefined ? Promise.race([pending, aborted]) : pending, graceLeft);
         if (next === 'abort') continue;
         if (next === 'timeout') {
-          outcome = 'cancelled';
-          acknowledged = false;
+          st.outcome = 'cancelled';
+          st.acknowledged = false;
           break;
         }
         if (next.done) {
           if (abortedAt !== undefined) {
-            outcome = 'cancelled';
-            acknowledged = false;
+            st.outcome = 'cancelled';
+            st.acknowledged = false;
           } else {
-            outcome = 'failed';
-            error = 'the OpenCode event stream ended before the turn finished';
+            st.outcome = 'failed';
+            st.error = 'the OpenCode event stream ended before the turn finished';
           }
           break;
         }
@@ -265,76 +260,91 @@ class OpenCodeSession implements AgentSession {
         const ev = next.value as OpenCodeEvent;
         const props = (ev as { properties?: { sessionID?: string } }).properties;
         if (props?.sessionID !== this.id) continue;
-        if (ev.type === 'session.status') {
-          if (ev.properties.status.type === 'busy') busySeen = true;
-          else if (ev.properties.status.type === 'retry')
-            yield { kind: 'status', text: 'OpenCode: retrying the model' };
-          else if (ev.properties.status.type === 'idle' && busySeen) break;
-        } else if (ev.type === 'session.idle') {
-          if (busySeen) break;
-        } else if (ev.type === 'session.error') {
-          const name = ev.properties.error?.name;
-          if (name === 'MessageAbortedError') outcome = 'cancelled';
-          else {
-            outcome = 'failed';
-            const detail = (ev.properties.error?.data as { message?: string } | undefined)?.message;
-            error = statusLine(`${name ?? 'error'}${detail ? `: ${detail}` : ''}`);
-            yield { kind: 'error', message: error };
-          }
-        } else if (ev.type === 'message.updated') {
-          if (ev.properties.info.role === 'assistant') preview.assistant(ev.properties.info.id);
-        } else if (ev.type === 'message.part.updated') {
-          const part = ev.properties.part;
-          if (part.type === 'text' && !part.synthetic && !part.ignored) {
-            const text = preview.text(part.messageID, part.id, part.text, false);
-            if (text) yield { kind: 'preview', text };
-          }
-          yield* partEvents(part, tools);
-        } else if (ev.type === 'message.part.delta') {
-          const { messageID, partID, field, delta } = ev.properties;
-          const text = field === 'text' ? preview.text(messageID, partID, delta, true) : undefined;
-          if (text) yield { kind: 'preview', text };
-        } else if (ev.type === 'permission.asked') {
-          // Rule `deny-and-report`: no policy lets a delegated OpenCode turn widen its own permissions; the model sees
-          // a rejection.
-          await this.client
-            .replyPermission(
-              ev.properties.id,
-              { reply: 'reject', message: PERMISSION_DENIED_MESSAGE },
-              { directory: this.directory },
-            )
-            .catch(() => false);
-          yield { kind: 'permission', decision: 'denied', what: statusLine(ev.properties.permission) };
-        } else if (ev.type === 'question.asked') {
-          await this.client.rejectQuestion(ev.properties.id, { directory: this.directory }).catch(() => false);
-          yield { kind: 'permission', decision: 'denied', what: 'question to the user' };
-        }
+        if ((yield* this.onEvent(ev, st)) === 'idle') break;
       }
-      if (abortedAt !== undefined && acknowledged === undefined) {
-        outcome = 'cancelled';
-        acknowledged = true;
+      if (abortedAt !== undefined && st.acknowledged === undefined) {
+        st.outcome = 'cancelled';
+        st.acknowledged = true;
       }
-      if (outcome !== 'cancelled') {
+      if (st.outcome !== 'cancelled') {
         const final = await this.finalAnswer();
         if (final.usage) yield final.usage;
         if (final.text) yield { kind: 'message', text: final.text };
-        if (final.error && outcome === 'succeeded') {
-          outcome = final.error === 'MessageAbortedError' ? 'cancelled' : 'failed';
-          error = final.error;
+        if (final.error && st.outcome === 'succeeded') {
+          st.outcome = final.error === 'MessageAbortedError' ? 'cancelled' : 'failed';
+          st.error = final.error;
         }
       }
     } catch (err) {
-      outcome = opts.signal.aborted ? 'cancelled' : 'failed';
-      error = redactError(err);
+      st.outcome = opts.signal.aborted ? 'cancelled' : 'failed';
+      st.error = redactError(err);
     } finally {
       stream.abort();
     }
+    const { outcome, error, acknowledged } = st;
     yield {
       kind: 'end',
       outcome,
       ...(error ? { error } : {}),
       ...(acknowledged !== undefined ? { acknowledged } : {}),
     };
+  }
+
+  /** One event of this session during a turn: a named handler per type; 'idle' when the turn is over. */
+  private async *onEvent(ev: OpenCodeEvent, st: TurnState): AsyncGenerator<AgentEvent, 'idle' | undefined> {
+    switch (ev.type) {
+      case 'session.status': {
+        const status = ev.properties.status.type;
+        if (status === 'busy') st.busySeen = true;
+        else if (status === 'retry') yield { kind: 'status', text: 'OpenCode: retrying the model' };
+        else if (status === 'idle' && st.busySeen) return 'idle';
+        return undefined;
+      }
+      case 'session.idle':
+        // An idle before the session went busy is the previous turn's.
+        return st.busySeen ? 'idle' : undefined;
+      case 'session.error':
+        yield* sessionError(ev.properties.error, st);
+        return undefined;
+      case 'message.updated':
+        if (ev.properties.info.role === 'assistant') st.preview.assistant(ev.properties.info.id);
+        return undefined;
+      case 'message.part.updated': {
+        const part = ev.properties.part;
+        if (part.type === 'text' && !part.synthetic && !part.ignored) {
+          const text = st.preview.text(part.messageID, part.id, part.text, false);
+          if (text) yield { kind: 'preview', text };
+        }
+        yield* partEvents(part, st.tools);
+        return undefined;
+      }
+      case 'message.part.delta': {
+        const { messageID, partID, field, delta } = ev.properties;
+        const text = field === 'text' ? st.preview.text(messageID, partID, delta, true) : undefined;
+        if (text) yield { kind: 'preview', text };
+        return undefined;
+      }
+      case 'permission.asked':
+        yield await this.denyPermission(ev.properties.id, ev.properties.permission);
+        return undefined;
+      case 'question.asked':
+        await this.client.rejectQuestion(ev.properties.id, { directory: this.directory }).catch(() => false);
+        yield { kind: 'permission', decision: 'denied', what: 'question to the user' };
+        return undefined;
+      default:
+        return undefined;
+    }
+  }
+
+  /**
+   * Rule `deny-and-report`: no policy lets a delegated OpenCode turn widen its own permissions; the model sees a
+   * rejection.
+   */
+  private async denyPermission(id: string, permission: string): Promise<AgentEvent> {
+    await this.client
+      .replyPermission(id, { reply: 'reject', message: PERMISSION_DENIED_MESSAGE }, { directory: this.directory })
+      .catch(() => false);
+    return { kind: 'permission', decision: 'denied', what: statusLine(permission) };
   }
 
   async close(): Promise<void> {
@@ -361,7 +371,31 @@ class OpenCodeSession implements AgentSession {
   }
 }
 
-/** Tool lifecycle without arguments, outputs or paths; text and reasoning parts are not events here. */
+/** What one turn has learnt so far from OpenCode's events, and how it ends. */
+interface TurnState {
+  outcome: 'succeeded' | 'failed' | 'cancelled';
+  error?: string;
+  /** Set when the turn was cancelled: whether OpenCode confirmed the abort within the grace. */
+  acknowledged?: boolean;
+  /** The session went busy: a later idle ends the turn. */
+  busySeen: boolean;
+  tools: Map<string, 'started' | 'ended'>;
+  preview: AnswerPreview;
+}
+
+/** A session error: an abort makes the turn cancelled, anything else fails it and is reported (sanitised). */
+function* sessionError(err: { name?: string; data?: unknown } | undefined, st: TurnState): Generator<AgentEvent> {
+  const name = err?.name;
+  if (name === 'MessageAbortedError') {
+    st.outcome = 'cancelled';
+    return;
+  }
+  st.outcome = 'failed';
+  const detail = (err?.data as { message?: string } | undefined)?.message;
+  st.error = statusLine(`${name ?? 'error'}${detail ? `: ${detail}` : ''}`);
+  yield { kind: 'error', message: st.error };
+}
+
 /**
  * The answer as OpenCode streams it (rule: live-text): the text parts of the turn's assistant messages, from their
  * deltas or from a part's whole text (whichever carries more), messages separated by a blank line. Only a preview: the
@@ -390,6 +424,7 @@ class AnswerPreview {
   }
 }
 
+/** Tool lifecycle without arguments, outputs or paths; text and reasoning parts are not events here. */
 function* partEvents(part: Part, tools: Map<string, 'started' | 'ended'>): Generator<AgentEvent> {
   if (part.type !== 'tool') return;
   const family = toolFamily(part.tool);
