@@ -115,4 +115,6 @@ export interface AgentContext {
   /** baton's state dir; adapters put private homes under `<stateDir>/homes/`. */
   stateDir: string;
   logger: import('../lib/log.ts').Logger;
+  /** Where the agent's processes run and what is fenced around them (default: unfenced on this machine). */
+  target?: import('./targets/target.ts').ExecutionTarget;
 }

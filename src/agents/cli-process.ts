@@ -2,7 +2,8 @@
 // stdout, a bounded stderr tail for diagnostics, and cancellation as SIGINT to the group, a grace, then TERM/KILL
 // (rule: cancel-then-stop). Shared by the one-shot adapters (Claude Code, Gemini CLI).
 import { readJsonLines } from '../lib/jsonl.ts';
-import { type ChildGroup, DEFAULT_STOP_GRACE_MS, type GroupExit, spawnGroup } from '../lib/process-group.ts';
+import { type ChildGroup, DEFAULT_STOP_GRACE_MS, type GroupExit } from '../lib/process-group.ts';
+import { type ExecutionTarget, UNFENCED } from './targets/target.ts';
 
 /** How long a CLI gets to stop on its own after SIGINT before its group is stopped. */
 export const DEFAULT_INTERRUPT_GRACE_MS = 3_000;
@@ -25,6 +26,10 @@ export interface CliRunOptions {
   maxLineBytes?: number;
   interruptGraceMs?: number;
   stopGraceMs?: number;
+  /** Where the CLI runs (default: unfenced on this machine). */
+  target?: ExecutionTarget;
+  /** Paths it must write wherever the target fences (its private home). */
+  keep?: readonly string[];
 }
 
 export interface CliOutcome {
@@ -50,10 +55,11 @@ export interface CliRun {
 }
 
 export function runCli(opts: CliRunOptions): CliRun {
-  const group = spawnGroup(opts.command, opts.args, {
+  const group = (opts.target ?? UNFENCED).spawn(opts.command, opts.args, {
     cwd: opts.cwd,
     env: opts.env,
     stdio: ['pipe', 'pipe', 'pipe'],
+    keep: opts.keep,
   });
   const done = (async (): Promise<CliOutcome> => {
     let spawnError: Error | undefined;

@@ -52,7 +52,12 @@ const codexAgentKind: AgentKind<typeof AGENT_CONFIG_SCHEMAS.codex> = {
 const claudeAgentKind: AgentKind<typeof AGENT_CONFIG_SCHEMAS.claude> = {
   configSchema: AGENT_CONFIG_SCHEMAS.claude,
   create: (name, config, ctx) =>
-    new ClaudeAgent(name, { ...config, homeDir: claudeHomeDir(ctx.stateDir, name), logger: ctx.logger }),
+    new ClaudeAgent(name, {
+      ...config,
+      homeDir: claudeHomeDir(ctx.stateDir, name),
+      logger: ctx.logger,
+      target: ctx.target,
+    }),
 };
 
 const openCodeAgentKind: AgentKind<typeof AGENT_CONFIG_SCHEMAS.opencode> = {
@@ -75,6 +80,6 @@ const AGENT_KINDS: Record<AgentKindName, AgentKind> = {
 export function createAgent(name: string, entry: { kind: string } & Record<string, unknown>, ctx: AgentContext): Agent {
   const kind = Object.hasOwn(AGENT_KINDS, entry.kind) ? AGENT_KINDS[entry.kind as AgentKindName] : undefined;
   if (!kind) throw new Error(`agent "${name}": unknown kind "${entry.kind}" (known: ${AGENT_KIND_NAMES.join(', ')})`);
-  const { kind: _k, ...rest } = entry;
+  const { kind: _k, target: _t, ...rest } = entry;
   return kind.create(name, kind.configSchema.parse(rest), ctx);
 }

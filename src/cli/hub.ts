@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import type { HubConfig, RootsChange } from '../faces/hub/config.ts';
 import { type ConfigLocation, locateConfig } from '../faces/hub/locate.ts';
-import type { PreflightRow } from '../faces/hub/preflight.ts';
+import type { PreflightRow, TargetLine } from '../faces/hub/preflight.ts';
 import { isLogLevel } from '../lib/log.ts';
 import { readBodyText } from '../lib/net.ts';
 import { redactError } from '../lib/redact.ts';
@@ -96,13 +96,22 @@ export function registerHubCommands(program: Command): void {
       const cfg = await config();
       const { createAgent } = await import('../agents/registry.ts');
       const { probeAgent } = await import('../agents/probe.ts');
-      const { preflightLines, rowStatus } = await import('../faces/hub/preflight.ts');
+      const { createTarget } = await import('../agents/targets/target.ts');
+      const { agentTarget } = await hubConfigModule();
+      const { preflightLines, rowStatus, targetLines } = await import('../faces/hub/preflight.ts');
       const rows: PreflightRow[] = [];
+      const targets = new Map(
+        Object.entries(cfg.targetConfigs).map(([name, c]) => [
+          name,
+          createTarget(name, c, { privateDirs: cfg.privateDirs, roots: () => cfg.rootsReal }),
+        ]),
+      );
       for (const [name, entry] of Object.entries(cfg.agents)) {
-        const agent = createAgent(name, entry, { stateDir: cfg.stateDirPath, logger: quietLogger });
+        const target = targets.get(agentTarget(entry));
+        const agent = createAgent(name, entry, { stateDir: cfg.stateDirPath, logger: quietLogger, target });
         // Under a deadline, with every process the probe started stopped afterwards.
         const probe = await probeAgent(agent, { timeoutMs: cfg.limits.probeTimeoutMs });
-        const row: PreflightRow = { ...probe, name, kind: entry.kind };
+        const row: PreflightRow = { ...probe, name, kind: entry.kind, target: target?.name };
         const deep = (agent as { probeSession?: () => Promise<void> }).probeSession;
         if (probe.available && deep) {
           await deep.call(agent).then(
@@ -118,6 +127,9 @@ export function registerHubCommands(program: Command): void {
         rows.push(row);
       }
       for (const line of preflightLines(rows)) out(line);
+      const used = new Set(['local', ...Object.values(cfg.agents).map(agentTarget)]);
+      const statuses = [...targets.values()].filter((t) => used.has(t.name)).map((t) => t.status());
+      for (const line of targetLines(statuses, rows)) out(line);
       // Any FAIL (an agent the config names but baton cannot run) is an error, even beside usable agents: the hub
       // would refuse every task for that agent. WARN (found, not logged in or no session) stays a warning.
       const failed = rows.filter((r) => rowStatus(r) === 'FAIL').length;
@@ -156,7 +168,7 @@ export function registerHubCommands(program: Command): void {
       await assertPortFree(cfg.listen.host, port);
       // Loaded here, not at the top: the server pulls in the engine and the MCP SDK, which other commands never need.
       const { Hub } = await import('../faces/hub/server.ts');
-      const { preflightLines } = await import('../faces/hub/preflight.ts');
+      const { preflightLines, targetLines } = await import('../faces/hub/preflight.ts');
       const hub = await Hub.start({
         config: cfg,
         logLevel: opts.logLevel as 'info' | undefined,
@@ -167,7 +179,8 @@ export function registerHubCommands(program: Command): void {
       });
       const record = await import('../faces/hub/listen-record.ts');
       record.writeListenRecord(cfg.stateDirPath, { host: cfg.listen.host, port: hub.port, pid: process.pid });
-      for (const line of preflightLines(hub.health().agents)) out(line);
+      const { agents } = hub.health();
+      for (const line of [...preflightLines(agents), ...targetLines(hub.targetStatus(), agents)]) out(line);
       out(`baton hub listening on ${hub.url} (callers: ${Object.keys(cfg.callers).join(', ')})`);
       out(`dashboard: ${hub.url}/ui (log in with \`baton ui\`)`);
       out(`config: ${cfg.path}`);
@@ -210,7 +223,7 @@ export function registerHubCommands(program: Command): void {
       const port = opts.port ?? cfg.listen.port;
       await assertPortFree(cfg.listen.host, port);
       const { ensurePrivateDir } = await import('../lib/private-fs.ts');
-      const { preflightLines } = await import('../faces/hub/preflight.ts');
+      const { preflightLines, targetLines } = await import('../faces/hub/preflight.ts');
       const { readListenRecord } = await import('../faces/hub/listen-record.ts');
       const { spawn } = await import('node:child_process');
       ensurePrivateDir(cfg.stateDirPath);
@@ -246,6 +259,8 @@ export function registerHubCommands(program: Command): void {
         if (h && addr) {
           const url = `http://${addr.listen.host}:${addr.listen.port}`;
           for (const line of preflightLines((h.agents ?? []) as PreflightRow[])) out(line);
+          for (const line of targetLines((h.targets ?? []) as TargetLine[], (h.agents ?? []) as PreflightRow[]))
+            out(line);
           out(`started on ${url} (pid ${h.pid})`);
           out(`dashboard: ${url}/ui (log in with \`baton ui\`)`);
           return;

@@ -88,9 +88,19 @@ export function registerTasksCommand(program: Command): void {
         out('no tasks');
         return;
       }
+      // The target column shows once a listed task ran anywhere but the default `local`.
+      const targets = rows.some((t) => (t.target ?? 'local') !== 'local');
       table(
-        ['TASK', 'CALLER', 'AGENT', 'STATE', 'ROUND', 'UPDATED'],
-        rows.map((t) => [t.taskId, t.caller, t.agent, t.state, String(t.round), localTime(t.updatedAt)]),
+        ['TASK', 'CALLER', 'AGENT', ...(targets ? ['TARGET'] : []), 'STATE', 'ROUND', 'UPDATED'],
+        rows.map((t) => [
+          t.taskId,
+          t.caller,
+          t.agent,
+          ...(targets ? [t.target ?? 'local'] : []),
+          t.state,
+          String(t.round),
+          localTime(t.updatedAt),
+        ]),
       );
       if (more) process.stderr.write(`showing the ${rows.length} newest; --limit N or --all shows more\n`);
     });
@@ -115,6 +125,7 @@ export function registerTasksCommand(program: Command): void {
         ['task', status.taskId],
         ['caller', status.caller],
         ['agent', status.agent],
+        ['target', status.target],
         ['state', status.state],
         ['round', status.round],
         ['cwd', status.cwd],

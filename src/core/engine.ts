@@ -8,6 +8,7 @@ import { realpathSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { Agent, AgentProbe, AgentSession, Sandbox } from '../agents/agent.ts';
 import { probeAgent } from '../agents/probe.ts';
+import type { ExecutionTarget } from '../agents/targets/target.ts';
 import { cutCodePoints } from '../lib/chars.ts';
 import { BatonError, type ErrorCode } from '../lib/errors.ts';
 import type { Logger } from '../lib/log.ts';
@@ -132,6 +133,8 @@ export interface EngineOptions {
   sandbox?: Sandbox;
   /** How long a waiting reader lingers after non-lifecycle news (rule: event-cursor); NEWS_LINGER_MS unless set. */
   newsLingerMs?: number;
+  /** The execution target each agent runs on (docs/targets.md); none: every agent runs unfenced on this machine. */
+  targetOf?: (agent: string) => ExecutionTarget | undefined;
 }
 
 export interface RunInput {
@@ -227,6 +230,7 @@ export class Engine {
 
   async run(caller: string, input: RunInput): Promise<AdmittedView> {
     const agent = this.pickAgent(caller, input.agent);
+    this.targetReady(agent);
     const cwd = this.authorisedCwd(input.cwd);
     const isolation = input.isolation ?? 'none';
     const hardMs = this.callerHardMs(input.timeoutSeconds);
@@ -286,6 +290,7 @@ export class Engine {
     if (!this.opts.agents.has(task.agent)) {
       throw new EngineError('invalid', `agent "${task.agent}" is no longer configured`);
     }
+    this.targetReady(task.agent);
     // A root removed since the task began no longer authorises new rounds in it.
     this.authorisedCwd(task.cwd);
     let n = 0;
@@ -472,7 +477,7 @@ export class Engine {
         const agent = this.opts.agents.get(name);
         if (!agent) return { name, kind: 'unknown', available: false, detail: 'not configured on this hub' };
         const { binary: _binary, ...probe } = await this.probeOf(agent);
-        return probe;
+        return { ...probe, target: this.opts.targetOf?.(name)?.name ?? 'local' };
       }),
     );
     return { agents };
@@ -801,7 +806,9 @@ export class Engine {
     }
     // The workspace lock is released only once every process group of the task has exited (rule: workspace-locks).
     // Their records go with the round's end, in its commit (TaskLog.finishRound).
-    for (const pgid of this.store.workersOfTask(taskId)) await stopGroup(pgid, this.opts.cancelGraceMs);
+    const target = this.opts.targetOf?.(this.store.getTask(taskId)?.agent ?? '');
+    for (const pgid of this.store.workersOfTask(taskId))
+      await (target ? target.stopGroup(pgid, this.opts.cancelGraceMs) : stopGroup(pgid, this.opts.cancelGraceMs));
   }
 
   private async prepareWorktree(task: TaskRow): Promise<TaskRow> {
@@ -830,6 +837,12 @@ export class Engine {
       );
     }
     return timeoutSeconds * 1000;
+  }
+
+  /** A target that cannot run anything (a sandbox without bubblewrap) refuses the task before it is recorded. */
+  private targetReady(agent: string): void {
+    const error = this.opts.targetOf?.(agent)?.status().error;
+    if (error) throw new EngineError('invalid', error);
   }
 
   private pickAgent(caller: string, requested: string | undefined): string {
@@ -922,7 +935,7 @@ export class Engine {
   }
 
   private view(task: TaskRow): TaskView {
-    return taskView(this.store, task);
+    return { ...taskView(this.store, task), target: this.opts.targetOf?.(task.agent)?.name ?? 'local' };
   }
 }
 

@@ -17,6 +17,8 @@ export interface TaskView {
   updatedAt: string;
   error: string | null;
   result: ResultSummary | null;
+  /** The execution target the task's agent runs on. */
+  target?: string;
   [k: string]: unknown;
 }
 
@@ -46,7 +48,10 @@ export interface FanInView {
 
 /** agent_agents: what a caller may reach, as probed without inference (no binary path: that is the operator's). */
 export interface AgentsView {
-  agents: (Omit<AgentProbe, 'binary'> | { name: string; kind: string; available: false; detail: string })[];
+  agents: (
+    | (Omit<AgentProbe, 'binary'> & { target?: string })
+    | { name: string; kind: string; available: false; detail: string }
+  )[];
   [k: string]: unknown;
 }
 

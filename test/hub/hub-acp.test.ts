@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { call, connectCaller, followToEnd, startHub, waitForEvent } from '../support/hub.ts';
-import { pidAlive, until } from '../support/poll.ts';
+import { processesWithEnvironment, until } from '../support/poll.ts';
 import { acpScript, scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -143,14 +143,18 @@ test('hub + scripted ACP agent: SIGKILL mid-turn, restart, interrupted, continue
       .split('\n')
       .map((l) => JSON.parse(l));
   // Wait until the agent recorded its grandchild (same process group) — a bounded poll on a file it writes.
-  const child: number = await until(() => records().find((r) => r.event === 'grandchild')?.grandchildPid, {
+  await until(() => records().find((r) => r.event === 'grandchild')?.grandchildPid, {
     what: 'the agent to start a grandchild',
   });
+  // The pid the agent records is its own view's (a fenced agent has its own pid namespace); its processes are found
+  // from here by the record path in their environment, the grandchild's included.
+  const grandchild = () =>
+    processesWithEnvironment({ ACP_TEST_AGENT_RECORD: scripted.record }).some((p) => p.cmdline.includes('setInterval'));
   await hub1.kill();
-  assert.equal(pidAlive(child), true, 'the agent group outlives the killed daemon');
+  assert.equal(grandchild(), true, 'the agent group outlives the killed daemon');
 
   const hub2 = await startHub(t, setup);
-  assert.equal(pidAlive(child), false, 'restart stopped the whole old group, grandchild included');
+  assert.equal(grandchild(), false, 'restart stopped the whole old group, grandchild included');
   const a2 = await connectCaller(t, hub2, 'alice');
   const after = await call<{ state: string; events: Array<{ seq: number }> }>(a2, 'agent_status', {
     taskId: run.taskId,

@@ -33,6 +33,8 @@ export interface HubSetup {
   dir: string;
   roots: string[];
   agents: Record<string, Record<string, unknown>>;
+  /** Execution targets by name (the config's `targets`). */
+  targets?: Record<string, Record<string, unknown>>;
   callers?: Record<string, { token: string; agents?: string[] }>;
   limits?: { idleTimeoutMs?: number; hardTimeoutMs?: number; cancelGraceMs?: number };
   /** Listen port (default 0: any free port). */
@@ -68,6 +70,7 @@ export function writeHubConfig(setup: HubSetup): string {
     control: { token: CONTROL_TOKEN },
     callers,
     agents: setup.agents,
+    ...(setup.targets ? { targets: setup.targets } : {}),
     limits: { idleTimeoutMs: 120_000, hardTimeoutMs: 600_000, cancelGraceMs: 3_000, ...setup.limits },
     logLevel: 'debug',
   };

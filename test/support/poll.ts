@@ -1,6 +1,7 @@
 // Bounded waits for tests. `until` polls an observable condition that has no event to await (a file a child writes,
 // a process table, a counter behind MCP); `WaitBudget` bounds a long-poll loop (agent_wait, engine.wait) that would
 // otherwise follow a stuck task forever. Both fail with a message naming what was awaited, never by the test timeout.
+import { readdirSync, readFileSync } from 'node:fs';
 
 const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_INTERVAL_MS = 25;
@@ -65,4 +66,23 @@ export function pidAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * The live processes (pid and command line, as seen from here) whose environment holds every `env` pair: how a test
+ * finds an agent's processes whatever pid namespace they run in (a fenced agent reports its own view's pids).
+ */
+export function processesWithEnvironment(env: Record<string, string>): { pid: number; cmdline: string }[] {
+  const wanted = Object.entries(env).map(([k, v]) => `${k}=${v}`);
+  const found: { pid: number; cmdline: string }[] = [];
+  for (const entry of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+    try {
+      const vars = readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0');
+      if (!wanted.every((w) => vars.includes(w))) continue;
+      found.push({ pid: Number(entry), cmdline: readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ') });
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return found;
 }

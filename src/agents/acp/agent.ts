@@ -7,6 +7,7 @@ import type { Logger } from '../../lib/log.ts';
 import { findVersion } from '../../lib/version.ts';
 import type { Agent, AgentContext, AgentProbe, OpenSessionOptions, ProbeRequest } from '../agent.ts';
 import { NO_RELAUNCH } from '../gemini/no-relaunch.ts';
+import type { ExecutionTarget } from '../targets/target.ts';
 import type { AcpConfig } from './config.ts';
 import { VERSION_FLAG_BINARIES } from './presets.ts';
 import { AcpProcess, agentEnvironment, resolveBinary } from './process.ts';
@@ -30,15 +31,17 @@ export class AcpAgent implements Agent {
   readonly name: string;
   private readonly config: AcpConfig;
   private readonly logger: Logger;
+  private readonly target: ExecutionTarget | undefined;
 
-  constructor(name: string, config: AcpConfig, ctx: Pick<AgentContext, 'logger'>) {
+  constructor(name: string, config: AcpConfig, ctx: Pick<AgentContext, 'logger' | 'target'>) {
     this.name = name;
     this.config = config;
     this.logger = ctx.logger;
+    this.target = ctx.target;
   }
 
   openSession(opts: OpenSessionOptions): Promise<AcpAgentSession> {
-    return AcpAgentSession.open(this.name, this.config, this.logger, opts);
+    return AcpAgentSession.open(this.name, this.config, this.logger, opts, this.target);
   }
 
   /**

@@ -5,9 +5,10 @@ import * as acp from '@agentclientprotocol/sdk';
 import { binaryNotFound, findAgentBinary } from '../../lib/agent-path.ts';
 import { childEnv } from '../../lib/child-env.ts';
 import type { Logger } from '../../lib/log.ts';
-import { type ChildGroup, type GroupExit, spawnGroup } from '../../lib/process-group.ts';
+import type { ChildGroup, GroupExit } from '../../lib/process-group.ts';
 import { redact, safeText } from '../../lib/redact.ts';
 import { BATON_VERSION } from '../../version.ts';
+import { type ExecutionTarget, UNFENCED } from '../targets/target.ts';
 import type { AcpConfig } from './config.ts';
 import { stdioStream } from './stream.ts';
 
@@ -96,6 +97,8 @@ export class AcpProcess {
     logger: Logger;
     signal?: AbortSignal;
     onProcessGroup?: (pgid: number) => void;
+    /** Where the agent runs (default: unfenced on this machine). */
+    target?: ExecutionTarget;
   }): Promise<AcpProcess> {
     const env = agentEnvironment(opts.config.env);
     const [command, ...args] = opts.config.command as [string, ...string[]];
@@ -104,7 +107,12 @@ export class AcpProcess {
     if (opts.signal?.aborted) throw new AgentStartError(`agent "${opts.agentName}": start was cancelled`);
     if (!isDirectory(opts.cwd))
       throw new AgentStartError(`agent "${opts.agentName}": working directory "${opts.cwd}" does not exist`);
-    const group = spawnGroup(binary, args, { cwd: opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let group: ChildGroup;
+    try {
+      group = (opts.target ?? UNFENCED).spawn(binary, args, { cwd: opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    } catch (err) {
+      throw new AgentStartError(`agent "${opts.agentName}": ${(err as Error).message}`);
+    }
     const spawnError = new Promise<Error>((r) => group.child.once('error', r));
     if (group.pgid <= 0) {
       const err = await spawnError;

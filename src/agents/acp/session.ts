@@ -6,6 +6,7 @@ import * as acp from '@agentclientprotocol/sdk';
 import type { Logger } from '../../lib/log.ts';
 import type { AgentEvent, AgentSession, OpenSessionOptions, Sandbox, TurnOptions } from '../agent.ts';
 import { EventQueue } from '../event-queue.ts';
+import type { ExecutionTarget } from '../targets/target.ts';
 import { type AcpConfig, DEFAULT_CANCEL_GRACE_MS } from './config.ts';
 import {
   choosePermissionOption,
@@ -60,7 +61,13 @@ export class AcpAgentSession implements AgentSession {
   }
 
   /** Starts the agent in `opts.cwd` and creates (or, with `opts.resume`, loads) a session. Never passes MCP servers. */
-  static async open(agentName: string, config: AcpConfig, logger: Logger, opts: OpenSessionOptions) {
+  static async open(
+    agentName: string,
+    config: AcpConfig,
+    logger: Logger,
+    opts: OpenSessionOptions,
+    target?: ExecutionTarget,
+  ) {
     const session = new AcpAgentSession(agentName, config, logger, opts.sandbox);
     session.proc = await AcpProcess.start({
       agentName,
@@ -69,6 +76,7 @@ export class AcpAgentSession implements AgentSession {
       logger,
       signal: opts.signal,
       onProcessGroup: opts.onProcessGroup,
+      target,
       handlers: {
         onUpdate: (n) => session.onUpdate(n),
         onPermission: (r) => session.onPermission(r),

@@ -19,6 +19,7 @@ import {
 } from '../agent.ts';
 import { runCli } from '../cli-process.ts';
 import { EventQueue } from '../event-queue.ts';
+import type { ExecutionTarget } from '../targets/target.ts';
 import { ClaudeConfigHome, canonicalClaudeConfigDir } from './home.ts';
 import { type ClaudePolicy, claudeArgs } from './policy.ts';
 import { type ClaudeResult, ClaudeStreamMapper, isClaudeResult, resultFailure } from './stream.ts';
@@ -47,6 +48,8 @@ export interface ClaudeAgentOptions {
   logger?: Logger;
   interruptGraceMs?: number;
   stopGraceMs?: number;
+  /** Where a hub task's turns run (the provider's blocking runs stay unfenced on this machine). */
+  target?: ExecutionTarget;
 }
 
 export interface BlockingRunOptions {
@@ -207,6 +210,8 @@ class ClaudeSession implements AgentSession {
       }),
       cwd: this.opts.cwd,
       env: this.agent.childEnv(),
+      target: this.agentOpts.target,
+      keep: [this.agent.home.dir],
       stdin: prompt,
       signal: stop.signal,
       onProcessGroup: this.opts.onProcessGroup,

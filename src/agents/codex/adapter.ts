@@ -7,6 +7,7 @@ import { spawnFailure } from '../../lib/agent-path.ts';
 import { spawnGroup } from '../../lib/process-group.ts';
 import { redact } from '../../lib/redact.ts';
 import type { Agent, AgentContext, AgentProbe, AgentSession, OpenSessionOptions, ProbeRequest } from '../agent.ts';
+import { UNFENCED } from '../targets/target.ts';
 import type { CodexAgentConfig } from './config.ts';
 import { codexChildEnv, codexCommand, overrideArgs } from './env.ts';
 import { prepareCodexHome } from './home.ts';
@@ -25,12 +26,17 @@ export function createCodexAgent(
   extras: CodexAgentExtras = {},
 ): Agent {
   const initializeTimeoutMs = config.initializeTimeoutMs ?? DEFAULT_INITIALIZE_TIMEOUT_MS;
-  const spawnAppServer = (codexHome: string, cwd: string) => {
+  const spawnAppServer = (codexHome: string, cwd: string, forTask: boolean) => {
     const { file, args } = codexCommand(config);
-    return spawnGroup(file, [...args, ...overrideArgs(config), 'app-server'], {
+    const argv = [...args, ...overrideArgs(config), 'app-server'];
+    const env = codexChildEnv(config, codexHome);
+    // A task's app-server runs on the agent's target; the probe (no prompt, no task) runs here as it always did.
+    if (!forTask) return spawnGroup(file, argv, { cwd, env, stdio: ['pipe', 'pipe', 'ignore'] });
+    return (ctx.target ?? UNFENCED).spawn(file, argv, {
       cwd,
-      env: codexChildEnv(config, codexHome),
+      env,
       stdio: ['pipe', 'pipe', 'ignore'],
+      keep: [codexHome],
     });
   };
   return {
@@ -44,7 +50,7 @@ export function createCodexAgent(
         homeDir: home.dir,
         initializeTimeoutMs,
         catalog: request?.catalog === true,
-        spawnAppServer: () => spawnAppServer(home.dir, ctx.stateDir),
+        spawnAppServer: () => spawnAppServer(home.dir, ctx.stateDir, false),
       });
     },
     async openSession(opts: OpenSessionOptions): Promise<AgentSession> {
@@ -55,7 +61,7 @@ export function createCodexAgent(
         const problem = codexSandboxHelperProblem(home.dir, codexChildEnv(config, home.dir));
         if (problem) ctx.logger.warn(`codex: ${problem}`, { agent: name });
       }
-      const group = spawnAppServer(home.dir, opts.cwd);
+      const group = spawnAppServer(home.dir, opts.cwd, true);
       if (group.pgid > 0) opts.onProcessGroup?.(group.pgid);
       const spawnFailed = new Promise<never>((_, reject) =>
         group.child.once('error', (err) => reject(new Error(spawnFailure(codexCommand(config).file, err, 'Codex')))),

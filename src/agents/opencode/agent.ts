@@ -106,6 +106,8 @@ export class OpenCodeAgent implements Agent {
         cwd: opts.cwd,
         signal: opts.signal,
         onProcessGroup: opts.onProcessGroup,
+        target: this.ctx.target,
+        keep: [home.dir],
       }).catch((err) => {
         home.auth.writeBack();
         throw err;
@@ -152,7 +154,7 @@ export class OpenCodeAgent implements Agent {
    * OpenCode login (written back on close only under rule `isolated-homes`) and a minimal config that turns off updates
    * and sharing. Sessions persist there, so `resume` works across restarts.
    */
-  private prepareHome(): { env: NodeJS.ProcessEnv; auth: AuthMirror } {
+  private prepareHome(): { dir: string; env: NodeJS.ProcessEnv; auth: AuthMirror } {
     const safeName = this.name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
     const home = ensurePrivateDir(join(this.ctx.stateDir, 'homes', 'opencode', safeName));
     const dirs = {
@@ -174,7 +176,7 @@ export class OpenCodeAgent implements Agent {
       join(ensurePrivateDir(join(dirs.XDG_CONFIG_HOME, 'opencode')), 'opencode.json'),
       JSON.stringify(config),
     );
-    return { env: openCodeServerEnv(dirs, this.config.env), auth };
+    return { dir: home, env: openCodeServerEnv(dirs, this.config.env), auth };
   }
 }
 

@@ -3,8 +3,9 @@
 import { randomBytes } from 'node:crypto';
 import { readLines } from '../../lib/jsonl.ts';
 import { pickFreeLoopbackPort } from '../../lib/net.ts';
-import { type ChildGroup, spawnGroup } from '../../lib/process-group.ts';
+import type { ChildGroup } from '../../lib/process-group.ts';
 import { redact, registerSecret } from '../../lib/redact.ts';
+import { type ExecutionTarget, UNFENCED } from '../targets/target.ts';
 import { OpenCodeClient } from './client.ts';
 
 /** How long `opencode serve` may take to print its address and answer a health check. */
@@ -37,6 +38,9 @@ export interface StartOpenCodeServerOptions {
   onProcessGroup?: (pgid: number) => void;
   /** Ask opencode to log to stderr (kept in logTail()). */
   printLogs?: boolean;
+  /** Where opencode runs (default: unfenced on this machine), and what it must write there (its private home). */
+  target?: ExecutionTarget;
+  keep?: readonly string[];
 }
 
 /** Attempts when the port picked for opencode was taken before it could bind it. */
@@ -65,13 +69,14 @@ async function startOnce(opts: StartOpenCodeServerOptions, port: number): Promis
   const username = 'opencode';
   const password = randomBytes(24).toString('base64url');
   registerSecret(password);
-  const group = spawnGroup(
+  const group = (opts.target ?? UNFENCED).spawn(
     opts.binary,
     [...(opts.printLogs ? ['--print-logs'] : []), 'serve', '--hostname', '127.0.0.1', '--port', String(port)],
     {
       cwd: opts.cwd,
       env: { ...opts.env, OPENCODE_SERVER_USERNAME: username, OPENCODE_SERVER_PASSWORD: password },
       stdio: ['ignore', 'pipe', 'pipe'],
+      keep: opts.keep,
     },
   );
   if (group.pgid > 0) opts.onProcessGroup?.(group.pgid);

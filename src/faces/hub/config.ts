@@ -7,6 +7,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ACP_PRESETS } from '../../agents/acp/presets.ts';
 import { AGENT_KIND_NAMES, agentConfigSchema } from '../../agents/kinds.ts';
+import { LOCAL_TARGET_NAME, type TargetConfig, targetsConfigSchema } from '../../agents/targets/config.ts';
 import { findAgentBinary } from '../../lib/agent-path.ts';
 import { isWithin, realish } from '../../lib/paths.ts';
 import { ensurePrivateDir, writePrivateFile } from '../../lib/private-fs.ts';
@@ -41,6 +42,8 @@ export const configSchema = z
     control: z.object({ token }).strict(),
     callers: z.record(name, z.object({ token, agents: z.array(name).optional() }).strict()),
     agents: z.record(name, agentEntry).default({}),
+    // Where agents run (docs/targets.md); `local` exists without an entry. An agent names its own with `target`.
+    targets: targetsConfigSchema.default({}),
     limits: z
       .object({
         idleTimeoutMs: z.number().int().min(0).max(86_400_000).default(600_000),
@@ -71,7 +74,14 @@ export type HubConfig = z.infer<typeof configSchema> & {
   /** baton's own dirs (config, snippets, state): never inside a root, never a cwd. */
   privateDirs: string[];
   rootsReal: string[];
+  /** Every target by name, the built-in `local` included. */
+  targetConfigs: Record<string, TargetConfig>;
 };
+
+/** The target an agent entry names (`local` when it names none). */
+export function agentTarget(entry: Record<string, unknown>): string {
+  return typeof entry.target === 'string' ? entry.target : LOCAL_TARGET_NAME;
+}
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -158,7 +168,16 @@ export function loadConfig(where: string | ConfigLocation): HubConfig {
         `invalid config ${path}:\n  agents.${agentName}.kind: unknown kind "${entry.kind}" (known: ${AGENT_KIND_NAMES.join(', ')})`,
       );
     }
-    const { kind: _k, ...rest } = entry;
+    const { kind: _k, target, ...rest } = entry;
+    if (
+      target !== undefined &&
+      (typeof target !== 'string' || !(target === LOCAL_TARGET_NAME || target in cfg.targets))
+    ) {
+      const known = [LOCAL_TARGET_NAME, ...Object.keys(cfg.targets).filter((t) => t !== LOCAL_TARGET_NAME)].join(', ');
+      throw new ConfigError(
+        `invalid config ${path}:\n  agents.${agentName}.target: unknown target ${JSON.stringify(target)} (known: ${known}; define it under "targets")`,
+      );
+    }
     const check = schema.safeParse(rest);
     if (!check.success) {
       const issues = check.error.issues.map((i) => `agents.${agentName}.${i.path.join('.')}: ${i.message}`);
@@ -193,6 +212,7 @@ export function loadConfig(where: string | ConfigLocation): HubConfig {
     connectionsDirPath: loc.connectionsDir,
     privateDirs,
     rootsReal,
+    targetConfigs: { [LOCAL_TARGET_NAME]: { kind: 'local' }, ...cfg.targets },
   };
 }
 

@@ -7,6 +7,8 @@ import { redact } from '../../lib/redact.ts';
 export interface PreflightRow extends Omit<Partial<AgentProbe>, 'available'> {
   name: string;
   kind: string;
+  /** The execution target the agent runs on. */
+  target?: string;
   /** null: not probed (the hub skipped its preflight). */
   available: boolean | null;
   /** Doctor's deeper check, e.g. "session ok" or "session failed: …". */
@@ -55,4 +57,33 @@ export function preflightLines(rows: readonly PreflightRow[]): string[] {
       // Version, login and detail are what the agent printed about itself: redacted like every other output.
       .map((line) => redact(line))
   );
+}
+
+export interface TargetLine {
+  name: string;
+  kind: string;
+  fence: string;
+  warning?: string;
+  error?: string;
+}
+
+const FENCES: Record<string, string> = {
+  secrets: "baton's files fenced off",
+  sandbox: "sandboxed (host read-only, baton's files fenced off)",
+  off: 'not fenced',
+};
+
+/**
+ * What `doctor`, `serve` and `start` print under the agents: each target with its agents and fence, then one line with
+ * the fix for a target that cannot fence as configured.
+ */
+export function targetLines(targets: readonly TargetLine[], rows: readonly PreflightRow[]): string[] {
+  return targets.flatMap((t) => {
+    const agents = rows.filter((r) => (r.target ?? 'local') === t.name).map((r) => r.name);
+    return [
+      `target ${t.name} (${t.kind}): ${FENCES[t.fence] ?? t.fence}; agents: ${agents.join(', ') || 'none'}`,
+      ...(t.error ? [`FAIL: ${t.error}`] : []),
+      ...(t.warning ? [`warning: ${t.warning}`] : []),
+    ];
+  });
 }

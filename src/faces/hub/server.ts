@@ -10,6 +10,7 @@ import { Server } from '@modelcontextprotocol/server';
 import type { Agent, AgentProbe } from '../../agents/agent.ts';
 import { probeAgent } from '../../agents/probe.ts';
 import { createAgent } from '../../agents/registry.ts';
+import { createTarget, type ExecutionTarget } from '../../agents/targets/target.ts';
 import {
   DEFAULT_EVENT_PAGE,
   Engine,
@@ -31,7 +32,7 @@ import { BATON_VERSION } from '../../version.ts';
 import { httpStatus, reportable } from '../errors.ts';
 import { serveTasks, type TaskBackend } from '../mcp-tasks.ts';
 import { serveTools, type ToolDef } from '../mcp-tools.ts';
-import { type HubConfig, loadConfig, reachableAgents } from './config.ts';
+import { agentTarget, type HubConfig, loadConfig, reachableAgents } from './config.ts';
 import { jsonRpcError, McpEndpoint, type McpEra, sendJson } from './mcp-endpoint.ts';
 import { hubTaskBackend } from './tasks.ts';
 import { hubTools } from './tools.ts';
@@ -60,6 +61,9 @@ export class Hub {
   readonly logger: Logger;
   readonly engine: Engine;
   readonly agents: Map<string, Agent>;
+  /** The execution targets by name, and the one each agent runs on. */
+  readonly targets: Map<string, ExecutionTarget>;
+  private readonly agentTargets: Map<string, ExecutionTarget>;
   private readonly store: Store;
   private readonly lease: DaemonLease;
   private readonly http: HttpServer;
@@ -97,10 +101,19 @@ export class Hub {
       component: 'hub',
     });
     this.store = new Store(join(stateDir, 'baton.db'));
+    this.targets = new Map(
+      Object.entries(opts.config.targetConfigs).map(([name, target]) => [
+        name,
+        createTarget(name, target, { privateDirs: opts.config.privateDirs, roots: () => this.roots }),
+      ]),
+    );
+    this.agentTargets = new Map(
+      Object.entries(opts.config.agents).map(([name, entry]) => [name, this.targets.get(agentTarget(entry))!]),
+    );
     this.agents = new Map(
       Object.entries(opts.config.agents).map(([name, entry]) => [
         name,
-        createAgent(name, entry, { stateDir, logger: this.logger }),
+        createAgent(name, entry, { stateDir, logger: this.logger, target: this.agentTargets.get(name) }),
       ]),
     );
     this.engine = new Engine({
@@ -113,6 +126,7 @@ export class Hub {
         return this.roots;
       },
       privateDirs: opts.config.privateDirs,
+      targetOf: (agent) => this.agentTargets.get(agent),
       stateDir,
       logger: this.logger,
       ...opts.config.limits,
@@ -172,6 +186,8 @@ export class Hub {
       if (recovered.interrupted || recovered.stoppedGroups)
         hub.logger.warn('recovered after an unclean stop', recovered);
       if (!opts.skipPreflight) await hub.preflight();
+      for (const t of hub.targetStatus())
+        if (t.warning || t.error) hub.logger.warn('execution target cannot fence as configured', { ...t });
       hub.watchConfig();
       hub.http.listen(opts.port ?? opts.config.listen.port, opts.config.listen.host);
       await once(hub.http, 'listening');
@@ -290,6 +306,12 @@ export class Hub {
     return this.probes;
   }
 
+  /** Each target an agent uses (and `local`), with its fence and any warning; the warnings are logged too. */
+  targetStatus() {
+    const used = new Set(['local', ...[...this.agentTargets.values()].map((t) => t.name)]);
+    return [...this.targets.values()].filter((t) => used.has(t.name)).map((t) => t.status());
+  }
+
   health() {
     return {
       ok: true,
@@ -300,10 +322,12 @@ export class Hub {
       stateDir: this.config.stateDirPath,
       config: this.config.path,
       roots: this.roots,
-      agents: [...this.agents.keys()].map(
-        (name) =>
-          this.probes.find((p) => p.name === name) ?? { name, kind: this.agents.get(name)!.kind, available: null },
-      ),
+      agents: [...this.agents.keys()].map((name) => ({
+        ...(this.probes.find((p) => p.name === name) ?? { name, kind: this.agents.get(name)!.kind, available: null }),
+        target: this.agentTargets.get(name)?.name,
+      })),
+      // What each target fences, and the one-line warning with its fix where it cannot.
+      targets: this.targetStatus(),
       ...this.engine.health(),
     };
   }
