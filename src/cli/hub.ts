@@ -96,18 +96,11 @@ export function registerHubCommands(program: Command): void {
       const cfg = await config();
       const { createAgent } = await import('../agents/registry.ts');
       const { probeAgent } = await import('../agents/probe.ts');
-      const { createTarget } = await import('../agents/targets/target.ts');
-      const { agentTarget } = await hubConfigModule();
+      const targets = (await import('../faces/hub/targets.ts')).hubTargets(cfg, () => cfg.rootsReal);
       const { preflightLines, rowStatus, targetLines } = await import('../faces/hub/preflight.ts');
       const rows: PreflightRow[] = [];
-      const targets = new Map(
-        Object.entries(cfg.targetConfigs).map(([name, c]) => [
-          name,
-          createTarget(name, c, { privateDirs: cfg.privateDirs, roots: () => cfg.rootsReal }),
-        ]),
-      );
       for (const [name, entry] of Object.entries(cfg.agents)) {
-        const target = targets.get(agentTarget(entry));
+        const target = targets.ofAgent.get(name);
         const agent = createAgent(name, entry, { stateDir: cfg.stateDirPath, logger: quietLogger, target });
         // Under a deadline, with every process the probe started stopped afterwards.
         const probe = await probeAgent(agent, { timeoutMs: cfg.limits.probeTimeoutMs });
@@ -127,9 +120,7 @@ export function registerHubCommands(program: Command): void {
         rows.push(row);
       }
       for (const line of preflightLines(rows)) out(line);
-      const used = new Set(['local', ...Object.values(cfg.agents).map(agentTarget)]);
-      const statuses = [...targets.values()].filter((t) => used.has(t.name)).map((t) => t.status());
-      for (const line of targetLines(statuses, rows)) out(line);
+      for (const line of targetLines(targets.status(), rows)) out(line);
       // Any FAIL (an agent the config names but baton cannot run) is an error, even beside usable agents: the hub
       // would refuse every task for that agent. WARN (found, not logged in or no session) stays a warning.
       const failed = rows.filter((r) => rowStatus(r) === 'FAIL').length;

@@ -32,7 +32,18 @@ function assertNoSecrets(text: string, what: string): void {
 test('serve re-executes itself without secrets; a delegated agent finds none in its hub or itself', async (t) => {
   const dir = tempDir(t);
   const { work, entry } = scriptedAgentSetup(dir);
-  const hub = await startHub(t, { dir, roots: [work], agents: { scripted: entry } }, SECRETS);
+  // Unfenced, as where bubblewrap is missing: behind the secrets fence the agent could not read the hub's /proc at all
+  // (test/hub/targets-fence.test.ts), and a clean environment is what protects the hub without it.
+  const hub = await startHub(
+    t,
+    {
+      dir,
+      roots: [work],
+      agents: { scripted: { ...entry, target: 'unfenced' } },
+      targets: { unfenced: { kind: 'local', fence: false } },
+    },
+    SECRETS,
+  );
   const pid = hub.group.child.pid!;
   const environ = environOf(pid);
   assertNoSecrets(environ, 'the hub environment');

@@ -10,7 +10,6 @@ import { Server } from '@modelcontextprotocol/server';
 import type { Agent, AgentProbe } from '../../agents/agent.ts';
 import { probeAgent } from '../../agents/probe.ts';
 import { createAgent } from '../../agents/registry.ts';
-import { createTarget, type ExecutionTarget } from '../../agents/targets/target.ts';
 import {
   DEFAULT_EVENT_PAGE,
   Engine,
@@ -32,8 +31,9 @@ import { BATON_VERSION } from '../../version.ts';
 import { httpStatus, reportable } from '../errors.ts';
 import { serveTasks, type TaskBackend } from '../mcp-tasks.ts';
 import { serveTools, type ToolDef } from '../mcp-tools.ts';
-import { agentTarget, type HubConfig, loadConfig, reachableAgents } from './config.ts';
+import { type HubConfig, loadConfig, reachableAgents } from './config.ts';
 import { jsonRpcError, McpEndpoint, type McpEra, sendJson } from './mcp-endpoint.ts';
+import { type HubTargets, hubTargets } from './targets.ts';
 import { hubTaskBackend } from './tasks.ts';
 import { hubTools } from './tools.ts';
 import { Dashboard } from './ui/dashboard.ts';
@@ -62,8 +62,7 @@ export class Hub {
   readonly engine: Engine;
   readonly agents: Map<string, Agent>;
   /** The execution targets by name, and the one each agent runs on. */
-  readonly targets: Map<string, ExecutionTarget>;
-  private readonly agentTargets: Map<string, ExecutionTarget>;
+  readonly targets: HubTargets;
   private readonly store: Store;
   private readonly lease: DaemonLease;
   private readonly http: HttpServer;
@@ -101,19 +100,11 @@ export class Hub {
       component: 'hub',
     });
     this.store = new Store(join(stateDir, 'baton.db'));
-    this.targets = new Map(
-      Object.entries(opts.config.targetConfigs).map(([name, target]) => [
-        name,
-        createTarget(name, target, { privateDirs: opts.config.privateDirs, roots: () => this.roots }),
-      ]),
-    );
-    this.agentTargets = new Map(
-      Object.entries(opts.config.agents).map(([name, entry]) => [name, this.targets.get(agentTarget(entry))!]),
-    );
+    this.targets = hubTargets(opts.config, () => this.roots);
     this.agents = new Map(
       Object.entries(opts.config.agents).map(([name, entry]) => [
         name,
-        createAgent(name, entry, { stateDir, logger: this.logger, target: this.agentTargets.get(name) }),
+        createAgent(name, entry, { stateDir, logger: this.logger, target: this.targets.ofAgent.get(name) }),
       ]),
     );
     this.engine = new Engine({
@@ -126,7 +117,7 @@ export class Hub {
         return this.roots;
       },
       privateDirs: opts.config.privateDirs,
-      targetOf: (agent) => this.agentTargets.get(agent),
+      targetOf: (agent) => this.targets.ofAgent.get(agent),
       stateDir,
       logger: this.logger,
       ...opts.config.limits,
@@ -308,8 +299,7 @@ export class Hub {
 
   /** Each target an agent uses (and `local`), with its fence and any warning; the warnings are logged too. */
   targetStatus() {
-    const used = new Set(['local', ...[...this.agentTargets.values()].map((t) => t.name)]);
-    return [...this.targets.values()].filter((t) => used.has(t.name)).map((t) => t.status());
+    return this.targets.status();
   }
 
   health() {
@@ -324,7 +314,7 @@ export class Hub {
       roots: this.roots,
       agents: [...this.agents.keys()].map((name) => ({
         ...(this.probes.find((p) => p.name === name) ?? { name, kind: this.agents.get(name)!.kind, available: null }),
-        target: this.agentTargets.get(name)?.name,
+        target: this.targets.ofAgent.get(name)?.name,
       })),
       // What each target fences, and the one-line warning with its fix where it cannot.
       targets: this.targetStatus(),
