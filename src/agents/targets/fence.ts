@@ -1,6 +1,7 @@
 // The bubblewrap launcher behind the `local` secrets fence and the `sandbox` target (Linux only). The agent sees the
 // host as it is (or read-only, in a sandbox), except that baton's own dirs are empty directories, its /proc holds only
-// its own processes (no reading the hub's environment), and a sandbox's writable paths are bound back in.
+// its own processes (no reading the hub's environment), and a sandbox's writable paths are bound back in (rule:
+// secrets-fence).
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
 import { isWithin } from '../../lib/paths.ts';

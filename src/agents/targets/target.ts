@@ -1,7 +1,8 @@
 // The execution-target seam: every process baton starts for a task (the agent and its helpers) is started through the
 // target its agent entry names, and stopped through it, so the engine and the adapters never decide where or how
 // fenced a task runs. `local` is today's process model plus the secrets fence where bubblewrap runs; `sandbox` adds a
-// read-only host (docs/targets.md says what each fences and what it does not).
+// read-only host (docs/targets.md says what each fences and what it does not). (rules: execution-targets,
+// secrets-fence)
 import type { StdioOptions } from 'node:child_process';
 import { isWithin } from '../../lib/paths.ts';
 import { type ChildGroup, type GroupExit, isGroupAlive, spawnGroup, stopGroup } from '../../lib/process-group.ts';
