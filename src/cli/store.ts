@@ -15,7 +15,9 @@ export function registerStoreCommand(program: Command): void {
 
   store
     .command('check')
-    .description('Run PRAGMA quick_check and compare the store with its marker; exits 1 when damaged.')
+    .description(
+      'Run PRAGMA quick_check, compare the store with its marker and check every backup; exits 1 when the store or a backup is damaged.',
+    )
     .action(async () => {
       const cfg = await config();
       const { checkStore } = await storeCode();
@@ -26,7 +28,9 @@ export function registerStoreCommand(program: Command): void {
 
   store
     .command('backup')
-    .description('Write a consistent copy (VACUUM INTO) to <stateDir>/backups; works while the hub runs.')
+    .description(
+      'Write a consistent copy (VACUUM INTO) to <stateDir>/backups, verified before it gets its name; works while the hub runs.',
+    )
     .action(async () => {
       const cfg = await config();
       const { backupStore } = await storeCode();
@@ -37,11 +41,15 @@ export function registerStoreCommand(program: Command): void {
   store
     .command('restore')
     .argument('<backup>', 'a backup name from `baton store check` (or a path)')
-    .description('Replace the store with a backup (the hub must be stopped); the replaced files are kept beside it.')
-    .action(async (name: string) => {
+    .option('--force', 'restore a copy that is broken, foreign, of another schema or older than the store')
+    .description(
+      'Replace the store with a backup (the hub must be stopped); refuses a copy that would lose data unless --force; the replaced files are kept beside it.',
+    )
+    .action(async (name: string, opts: { force?: boolean }) => {
       const cfg = await config();
       const { listBackups, restoreStore } = await storeCode();
-      const r = restoreStore(cfg.stateDirPath, name);
+      const r = restoreStore(cfg.stateDirPath, name, opts.force === true);
+      if (r.lost) out(`forced: ${r.lost}`);
       out(`restored ${r.from}: ${r.tasks} task(s)`);
       if (r.keptAs) out(`the replaced store is kept as ${r.keptAs}`);
       const others = listBackups(cfg.stateDirPath).length;

@@ -2,7 +2,7 @@
 // real hub: a hub refuses to start on a store that lost its database, names the file and the recovery commands, and
 // `baton store restore` brings the tasks back from a backup.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
   existsSync,
@@ -15,8 +15,9 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { Store } from '../../src/core/store.ts';
 import { REPO_ROOT } from '../support/bins.ts';
-import { call, connectCaller, followToEnd, isolatedEnv, startHub, writeHubConfig } from '../support/hub.ts';
+import { batonHome, call, connectCaller, followToEnd, isolatedEnv, startHub, writeHubConfig } from '../support/hub.ts';
 import { SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -107,4 +108,86 @@ test('store check, backup and restore; a start on a store that lost baton.db is 
   const alice2 = await connectCaller(t, again, 'alice');
   const status = await call<{ state: string }>(alice2, 'agent_status', { taskId: run.taskId });
   assert.equal(status.state, 'succeeded', 'the restored store has the task');
+});
+
+test('a `baton store backup` killed mid-copy leaves no backup: check stays clean, the next backup removes the remains', async (t) => {
+  const dir = tempDir(t, 'baton-store-kill-');
+  const work = join(dir, 'work');
+  mkdirSync(work);
+  const configPath = writeHubConfig({ dir, roots: [work], agents: {} });
+  const stateDir = join(batonHome(dir), 'state');
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  // About 40 MB of results, so the copy takes long enough to be killed while it writes.
+  const store = new Store(join(stateDir, 'baton.db'));
+  const result = 'r'.repeat(100_000);
+  for (let i = 0; i < 400; i++) {
+    store.tx(() => {
+      store.insertTask({
+        id: `t-${i}`,
+        caller: 'alice',
+        agent: 'a',
+        cwd: work,
+        workdir: work,
+        isolation: 'none',
+        now: new Date().toISOString(),
+      });
+      const n = store.insertRound(`t-${i}`, 'p');
+      store.updateRound(`t-${i}`, n, { state: 'succeeded', result: `${i}${result}` });
+    });
+  }
+  store.close();
+
+  const backups = join(stateDir, 'backups');
+  const child = spawn(
+    process.execPath,
+    [join(REPO_ROOT, 'bin', 'baton.js'), '--config', configPath, 'store', 'backup'],
+    {
+      env: isolatedEnv(dir),
+      stdio: 'ignore',
+    },
+  );
+  const exited = new Promise<NodeJS.Signals | null>((r) => child.once('exit', (_code, signal) => r(signal)));
+  const partial = () =>
+    existsSync(backups)
+      ? readdirSync(backups).find((n) => n.endsWith('.partial') && statSync(join(backups, n)).size > 0)
+      : undefined;
+  await until('the copy to be half-way written', () => partial() !== undefined);
+  child.kill('SIGKILL');
+  assert.equal(await exited, 'SIGKILL');
+  const left = readdirSync(backups);
+  assert.ok(
+    left.some((n) => n.endsWith('.partial')),
+    `killed while writing: ${left}`,
+  );
+  assert.deepEqual(
+    left.filter((n) => /^baton-.*\.db$/.test(n)),
+    [],
+    'nothing under a backup name',
+  );
+
+  const check = baton(dir, configPath, 'store', 'check');
+  assert.equal(check.status, 0, check.stdout + check.stderr);
+  assert.match(check.stdout, /no backups yet|backups in/);
+  assert.match(check.stdout, /\.partial: an unfinished copy whose writer is gone/);
+  assert.doesNotMatch(check.stdout, /BROKEN/);
+
+  const again = baton(dir, configPath, 'store', 'backup');
+  assert.equal(again.status, 0, again.stderr);
+  const now = readdirSync(backups);
+  assert.equal(now.length, 1, `one backup, the remains removed: ${now}`);
+  const healthy = baton(dir, configPath, 'store', 'check');
+  assert.equal(healthy.status, 0, healthy.stdout);
+  assert.match(healthy.stdout, new RegExp(`${now[0]}: ok, 400 task\\(s\\)`));
+
+  // The CLI refuses a copy that would lose everything, and says so; --force is the way past it.
+  const empty = join(dir, 'empty.db');
+  writeFileSync(empty, '');
+  const refused = baton(dir, configPath, 'store', 'restore', empty);
+  assert.equal(refused.status, 1, refused.stdout);
+  assert.match(refused.stderr, /not restored: the copy .*empty\.db is empty \(0 bytes\)/);
+  assert.match(refused.stderr, /the store holds 400 task\(s\).*loses 400 task\(s\)/is);
+  const forced = baton(dir, configPath, 'store', 'restore', '--force', empty);
+  assert.equal(forced.status, 0, forced.stderr);
+  assert.match(forced.stdout, /forced: the store holds 400 task\(s\).*loses 400 task\(s\)/);
+  assert.match(forced.stdout, /restored .*: 0 task\(s\)/);
 });
