@@ -11,21 +11,19 @@ import {
   createMcpHandler,
   type InboundHttpRequest,
   isInitializeRequest,
-  isJsonContentType,
   type JSONRPCMessage,
   type JSONRPCRequest,
   type JSONRPCResponse,
   type McpHttpHandler,
-  parseJSONRPCMessage,
   type RequestId,
   type Server,
-  SUPPORTED_PROTOCOL_VERSIONS,
   type Transport,
 } from '@modelcontextprotocol/server';
 import { isDiskFull, type Store } from '../../core/store.ts';
 import type { Logger } from '../../lib/log.ts';
 import { redactError } from '../../lib/redact.ts';
 import { httpStatus, jsonRpcCode, reportable } from '../errors.ts';
+import { postMessages } from './post-checks.ts';
 
 /** 2025-era sessions one caller may hold (rule: durable-sessions); past it the least recently seen idle one goes. */
 export const MAX_SESSIONS_PER_CALLER = 32;
@@ -37,8 +35,6 @@ export const SESSION_RETENTION_MS = 30 * 24 * 3_600_000;
 const TOUCH_INTERVAL_MS = 10_000;
 /** Open `subscriptions/listen` streams per caller. */
 const MAX_SUBSCRIPTIONS_PER_CALLER = 16;
-/** Messages one 2025-era POST may carry (a JSON-RPC batch); the SDK's own transport has the same bound. */
-const MAX_BATCH = 100;
 
 /**
  * The SDK's Node adapter, loaded by the first 2026-07-28 request rather than at the hub's start: through
@@ -418,46 +414,17 @@ class Exchange {
   }
 }
 
-/**
- * The checks the SDK's Streamable HTTP transport makes of a 2025-era POST before dispatching it (Accept, Content-Type,
- * batch size, JSON-RPC shape, one initialize alone, a supported MCP-Protocol-Version); the messages, or undefined when
- * the refusal has been sent.
- */
+/** postMessages on a request, the refusal sent; undefined when it has been. */
 function checkPost(
   req: IncomingMessage,
   res: ServerResponse,
   body: unknown,
   initialize: boolean,
 ): JSONRPCMessage[] | undefined {
-  const refuse = (status: number, code: number, message: string) => {
-    sendJson(res, status, jsonRpcError(code, message));
-    return undefined;
-  };
-  const accept = req.headers.accept ?? '';
-  if (!accept.includes('application/json') || !accept.includes('text/event-stream'))
-    return refuse(406, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream');
-  if (!isJsonContentType(req.headers['content-type'] ?? null))
-    return refuse(415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
-  const raw = Array.isArray(body) ? body : [body];
-  if (raw.length > MAX_BATCH)
-    return refuse(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH} messages`);
-  let messages: JSONRPCMessage[];
-  try {
-    messages = raw.map((m) => parseJSONRPCMessage(m));
-  } catch {
-    return refuse(400, -32700, 'Parse error: Invalid JSON-RPC message');
-  }
-  if (initialize) return messages;
-  if (messages.length > 1 && messages.some((m) => isInitializeRequest(m)))
-    return refuse(400, -32600, 'Invalid Request: Only one initialization request is allowed');
-  const version = req.headers['mcp-protocol-version'];
-  if (typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version))
-    return refuse(
-      400,
-      -32000,
-      `Bad Request: Unsupported protocol version: ${version} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
-    );
-  return messages;
+  const checked = postMessages(req.headers, body, initialize);
+  if (Array.isArray(checked)) return checked;
+  sendJson(res, checked.status, jsonRpcError(checked.code, checked.message));
+  return undefined;
 }
 
 /**
