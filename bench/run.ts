@@ -2,7 +2,7 @@
 // printed as ratios against their goals (never as timed tests). `npm run bench` builds dist/ first
 // (prebench), since every hub and provider here is the compiled `baton` a user runs.
 //
-//   npm run bench [-- --runs N] [-- --only acp,codex,throughput,big-result,startup,memory,mcp-eras,mcp-call] [-- --json]
+//   npm run bench [-- --runs N] [-- --only acp,codex,throughput,big-result,startup,memory,mcp-eras,mcp-call,targets] [-- --json]
 //
 // --runs N   interleaved runs per side after one warm-up (default 20; paging and the memory run are bounded by time)
 // --only     run just these measures
@@ -27,6 +27,7 @@ import { mcpCall } from './mcp-call.ts';
 import { mcpEras } from './mcp-eras.ts';
 import { memory } from './memory.ts';
 import { startup } from './startup.ts';
+import { targets } from './targets.ts';
 import { throughput } from './throughput.ts';
 
 type Measure = (opts: BenchOptions, dir: string, cleanup: Cleanup) => Promise<Section>;
@@ -40,6 +41,7 @@ const MEASURES: Record<string, Measure> = {
   memory,
   'mcp-eras': mcpEras,
   'mcp-call': mcpCall,
+  targets,
 };
 
 let opts: BenchOptions;

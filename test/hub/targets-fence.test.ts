@@ -3,7 +3,7 @@
 // with whatever it found. Beside it, the same agent on an unfenced target reads them all: the contrast shows the
 // probe would notice a fence that stopped working. Linux with bubblewrap (the CI image installs it).
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { groupsWithEnvironment } from '../../src/lib/process-group.ts';
@@ -26,6 +26,22 @@ import { tempDir } from '../support/tmp.ts';
 
 const runBaton = (args: string[], env: NodeJS.ProcessEnv) =>
   runGroup(process.execPath, [join(REPO_ROOT, 'bin', 'baton.js'), ...args], env);
+
+/** The processes of a group that are not zombies (from /proc). */
+function runningInGroup(pgid: number): number[] {
+  return readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        return Number(pgrp) === pgid && state !== 'Z';
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
 
 interface Reached {
   read: Record<string, string>;
@@ -185,4 +201,39 @@ test('an agent naming an unknown target is a config error naming it', async (t) 
     startHub(t, { dir, roots: [work], agents: { scripted: { ...scripted.entry, target: 'buildbox' } } }),
     /agents\.scripted\.target: unknown target "buildbox" \(known: local; define it under "targets"\)/,
   );
+});
+
+test('secrets fence: an interrupt reaches a fenced CLI, which stops in its own time; bwrap exits with it', async (t) => {
+  const dir = tempDir(t, 'baton-fence-sigint-');
+  const { createTarget } = await import('../../src/agents/targets/target.ts');
+  const { runCli } = await import('../../src/agents/cli-process.ts');
+  const target = createTarget('local', { kind: 'local' }, { privateDirs: [join(dir, 'private')], roots: () => [] });
+  const marker = join(dir, 'stopped-gracefully');
+  // A CLI that takes its time over an interrupt and says so, as Claude Code finishing its session file does.
+  const script = `process.on('SIGINT', () => setTimeout(() => { require('node:fs').writeFileSync(${JSON.stringify(marker)}, 'yes'); process.exit(0); }, 300)); console.log('{"ready":true}'); setInterval(() => {}, 1000);`;
+  const controller = new AbortController();
+  const pgids: number[] = [];
+  let leader = '';
+  const run = runCli({
+    command: process.execPath,
+    args: ['-e', script],
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? '' },
+    target,
+    signal: controller.signal,
+    interruptGraceMs: 5_000,
+    onProcessGroup: (pgid) => pgids.push(pgid),
+    onJson: () => {
+      leader = readFileSync(`/proc/${pgids[0]}/cmdline`, 'utf8');
+      controller.abort();
+    },
+  });
+  const outcome = await run.done;
+  assert.equal(outcome.aborted, true);
+  assert.equal(outcome.acknowledged, true, 'the CLI stopped within the grace on its own');
+  assert.deepEqual(outcome.exit, { code: 0, signal: null }, "bwrap's exit is the CLI's own");
+  assert.equal(readFileSync(marker, 'utf8'), 'yes', 'the CLI had its time to finish');
+  assert.match(leader, /bwrap/, 'it ran behind the fence');
+  // bwrap's namespace init may linger as a zombie until the machine's init reaps it; nothing of the group runs.
+  assert.deepEqual(runningInGroup(pgids[0]!), [], 'nothing of its group runs');
 });

@@ -10,7 +10,36 @@ const BWRAP_PLACES = ['/usr/bin/bwrap', '/bin/bwrap', '/usr/local/bin/bwrap'];
 /** How long the one-off check that bubblewrap can make its namespaces may take. */
 const CHECK_TIMEOUT_MS = 10_000;
 
-export type FenceAvailability = { ok: true; bwrap: string } | { ok: false; reason: string; fix: string };
+/**
+ * How a fenced command is launched: `argv(fence, command)` is the whole argv, its first element the file to spawn.
+ * Where /usr/bin/env can reset signal dispositions, bwrap runs with interrupt and TERM ignored (a shell that ignores
+ * them execs it; the disposition is inherited, and bwrap's own namespace init ignores them anyway) and `env
+ * --default-signal` restores them for the agent. A signal to the group then reaches the agent alone, and bwrap, which
+ * leads the group, exits when the agent does, with its status. Without that, bwrap dies of the signal at once and only
+ * the group's disappearance says when the agent is done.
+ */
+export interface FenceLauncher {
+  bwrap: string;
+  /** bwrap outlives the agent's signals (see above). */
+  shielded: boolean;
+  argv(fence: readonly string[], command: string, args: readonly string[]): string[];
+}
+
+export type FenceAvailability = ({ ok: true } & FenceLauncher) | { ok: false; reason: string; fix: string };
+
+const ENV = '/usr/bin/env';
+const SHIELD = 'trap "" INT TERM; exec "$0" "$@"';
+
+function launcher(bwrap: string, shielded: boolean): FenceLauncher {
+  return {
+    bwrap,
+    shielded,
+    argv: (fence, command, args) =>
+      shielded
+        ? ['/bin/sh', '-c', SHIELD, bwrap, ...fence, ENV, '--default-signal=INT,TERM', command, ...args]
+        : [bwrap, ...fence, command, ...args],
+  };
+}
 
 const checked = new Map<string, FenceAvailability>();
 
@@ -26,6 +55,17 @@ export function fenceAvailability(bwrapPath?: string): FenceAvailability {
     checked.set(key, known);
   }
   return known;
+}
+
+function trial(l: FenceLauncher): { status: number | null; stderr: string; error?: Error } {
+  const fence = bwrapArgs({ hidden: [], writable: [], readOnlyHost: false, privateTmp: false, cwd: '/' });
+  const [file, ...rest] = l.argv(fence, '/bin/sh', ['-c', ':']);
+  const r = spawnSync(file!, rest, {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    timeout: CHECK_TIMEOUT_MS,
+    encoding: 'utf8',
+  });
+  return { status: r.status, stderr: r.stderr ?? '', error: r.error };
 }
 
 function checkFence(bwrapPath: string | undefined): FenceAvailability {
@@ -44,25 +84,19 @@ function checkFence(bwrapPath: string | undefined): FenceAvailability {
       fix: 'install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)',
     };
   }
-  const probe = spawnSync(
-    bwrap,
-    [
-      ...bwrapArgs({ hidden: [], writable: [], readOnlyHost: false, privateTmp: false, cwd: '/' }),
-      '/bin/sh',
-      '-c',
-      ':',
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'], timeout: CHECK_TIMEOUT_MS, encoding: 'utf8' },
-  );
+  const shielded = launcher(bwrap, true);
+  if (executable(ENV) && trial(shielded).status === 0) return { ok: true, ...shielded };
+  const plain = launcher(bwrap, false);
+  const probe = trial(plain);
   if (probe.status !== 0) {
-    const line = (probe.stderr ?? '').trim().split('\n').at(-1)?.slice(0, 200) || probe.error?.message || 'failed';
+    const line = probe.stderr.trim().split('\n').at(-1)?.slice(0, 200) || probe.error?.message || 'failed';
     return {
       ok: false,
       reason: `bubblewrap cannot create namespaces here (${line})`,
       fix: 'allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or the AppArmor profile for bwrap)',
     };
   }
-  return { ok: true, bwrap };
+  return { ok: true, ...plain };
 }
 
 function executable(path: string): boolean {
@@ -88,9 +122,8 @@ export interface FenceLayout {
 
 /**
  * bubblewrap's arguments up to and including `--`. The outer bwrap process leads the group baton signals; it gets no
- * --die-with-parent: that turns the interrupt a CLI agent is sent on cancel into an immediate kill of the whole
- * namespace, while the agent, which receives the same signal through its group, should get its grace to stop. A hub
- * that dies leaves the group to the next start's reaping as before.
+ * --die-with-parent: without the signal shield that turns the interrupt a CLI agent is sent on cancel into an
+ * immediate kill of the whole namespace, and a hub that dies leaves the group to the next start's reaping as before.
  */
 export function bwrapArgs(layout: FenceLayout): string[] {
   const args = ['--unshare-pid'];

@@ -4,8 +4,17 @@
 // read-only host (docs/targets.md says what each fences and what it does not). (rules: execution-targets,
 // secrets-fence)
 import type { StdioOptions } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { isWithin } from '../../lib/paths.ts';
-import { type ChildGroup, type GroupExit, isGroupAlive, spawnGroup, stopGroup } from '../../lib/process-group.ts';
+import {
+  type ChildGroup,
+  DEFAULT_STOP_GRACE_MS,
+  type GroupExit,
+  isGroupAlive,
+  signalGroup,
+  spawnGroup,
+  stopGroup,
+} from '../../lib/process-group.ts';
 import { LOCAL_TARGET_NAME, type TargetConfig, type TargetKind } from './config.ts';
 import { bwrapArgs, type FenceAvailability, fenceAvailability } from './fence.ts';
 
@@ -125,39 +134,81 @@ class FencedTarget implements ExecutionTarget {
     }
     const writable = [...keep, ...(sandbox ? (this.config.writable ?? []) : [])];
     const fence = bwrapArgs({ hidden, writable, readOnlyHost: sandbox, privateTmp: sandbox, cwd });
-    const group = spawnGroup(a.bwrap, [...fence, command, ...args], { cwd, env: opts.env, stdio: opts.stdio });
-    return agentExit(group);
+    const [file, ...argv] = a.argv(fence, command, args);
+    return fencedGroup(spawnGroup(file!, argv, { cwd, env: opts.env, stdio: opts.stdio }));
   }
 
-  stopGroup(pgid: number, graceMs?: number): Promise<boolean> {
-    return stopGroup(pgid, graceMs);
+  stopGroup(pgid: number, graceMs = DEFAULT_STOP_GRACE_MS): Promise<boolean> {
+    return stopLiveGroup(pgid, graceMs);
   }
 }
 
 /**
- * The group with `exited` meaning the agent's exit, not bubblewrap's: the outer bwrap that leads the group dies at
- * once of an interrupt or TERM sent to the group, while the agent it runs handles the same signal and stops in its
- * own time. Only then is the group gone; its exit is observed by probing (no exit event reaches baton from inside).
+ * A fenced group as the adapters use it. Its liveness ignores zombies: bubblewrap's namespace init outlives the outer
+ * bwrap by a moment and is then reparented to the machine's init, which may take seconds to reap it (a container's or
+ * a VM's init often does), while nothing of the agent runs any more. `exited` waits for the group only when bwrap
+ * itself died of a signal (no signal shield): then the agent may still be stopping.
  */
-function agentExit(group: ChildGroup): ChildGroup {
+function fencedGroup(group: ChildGroup): ChildGroup {
   if (group.pgid <= 0) return group;
+  const pgid = group.pgid;
   const exited = group.exited.then(async (exit: GroupExit) => {
-    if (exit.signal) await groupGone(group.pgid);
+    if (exit.signal) await waitLiveGone(pgid);
     return exit;
   });
+  let stopping: Promise<GroupExit> | undefined;
   return {
     child: group.child,
-    pgid: group.pgid,
+    pgid,
     exited,
     signal: (sig) => group.signal(sig),
-    stop: (graceMs) => group.stop(graceMs),
+    stop(graceMs = DEFAULT_STOP_GRACE_MS) {
+      stopping ??= (async () => {
+        signalGroup(pgid, 'SIGTERM');
+        const timer = setTimeout(() => signalGroup(pgid, 'SIGKILL'), graceMs);
+        const exit = await group.exited;
+        clearTimeout(timer);
+        await stopLiveGroup(pgid, graceMs);
+        return exit;
+      })();
+      return stopping;
+    },
   };
 }
 
-async function groupGone(pgid: number): Promise<void> {
+/** Whether any process of the group is still running (zombies excluded; Linux, read from /proc). */
+function liveMembers(pgid: number): boolean {
+  if (!isGroupAlive(pgid)) return false;
+  for (const entry of readdirSync('/proc')) {
+    if (entry.charCodeAt(0) > 57) continue;
+    try {
+      // After the command name (which may hold spaces or parentheses): state, ppid, pgrp.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ', 3);
+      if (Number(pgrp) === pgid && state !== 'Z') return true;
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return false;
+}
+
+async function waitLiveGone(pgid: number, timeoutMs = Number.POSITIVE_INFINITY): Promise<boolean> {
+  const until = Date.now() + timeoutMs;
   let delay = 5;
-  while (isGroupAlive(pgid)) {
+  while (liveMembers(pgid)) {
+    if (Date.now() >= until) return false;
     await new Promise((r) => setTimeout(r, delay));
     delay = Math.min(delay * 2, 100);
   }
+  return true;
+}
+
+/** TERM, up to `graceMs` for the group to go, then KILL and as long again. True once nothing of it runs. */
+async function stopLiveGroup(pgid: number, graceMs: number): Promise<boolean> {
+  if (!liveMembers(pgid)) return true;
+  signalGroup(pgid, 'SIGTERM');
+  if (await waitLiveGone(pgid, graceMs)) return true;
+  signalGroup(pgid, 'SIGKILL');
+  return waitLiveGone(pgid, graceMs);
 }
