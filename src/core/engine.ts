@@ -15,6 +15,7 @@ import type { Logger } from '../lib/log.ts';
 import { isWithin, realish } from '../lib/paths.ts';
 import { stopGroup } from '../lib/process-group.ts';
 import { redact, redactDeep, redactError } from '../lib/redact.ts';
+import { defaultMaxRunning, RunCaps } from './caps.ts';
 import { addWorktree, findWorkTree, type GitSnapshot, gitToplevel, snapshot } from './git.ts';
 import { type LockScope, WorkspaceLocks } from './locks.ts';
 import { pageText, RESULT_PAGE_CODE_POINTS } from './paging.ts';
@@ -135,6 +136,10 @@ export interface EngineOptions {
   newsLingerMs?: number;
   /** The execution target each agent runs on (docs/targets.md); none: every agent runs unfenced on this machine. */
   targetOf?: (agent: string) => ExecutionTarget | undefined;
+  /** Rounds running at once hub-wide (rule: run-caps); defaultMaxRunning() unless set. */
+  maxRunning?: number;
+  /** Rounds running at once per agent, for the agents that set a cap. */
+  agentMaxRunning?: Readonly<Record<string, number>>;
 }
 
 export interface RunInput {
@@ -186,7 +191,8 @@ export function newTaskId(): string {
 export class Engine {
   private readonly opts: EngineOptions;
   private readonly store: Store;
-  private readonly locks = new WorkspaceLocks();
+  private readonly caps: RunCaps;
+  private readonly locks: WorkspaceLocks;
   private readonly waiters: Waiters;
   private readonly log: TaskLog;
   private readonly active = new Map<string, ActiveRound>();
@@ -208,6 +214,11 @@ export class Engine {
   constructor(opts: EngineOptions) {
     this.opts = opts;
     this.store = opts.store;
+    this.caps = new RunCaps({
+      maxRunning: opts.maxRunning ?? defaultMaxRunning(),
+      ...(opts.agentMaxRunning ? { agentMaxRunning: opts.agentMaxRunning } : {}),
+    });
+    this.locks = new WorkspaceLocks(this.caps);
     this.waiters = new Waiters(opts.newsLingerMs);
     this.log = new TaskLog(opts.store, this.waiters, opts.logger);
     this.privateDirs = [opts.stateDir, ...(opts.privateDirs ?? [])].map(realish);
@@ -263,7 +274,7 @@ export class Engine {
       this.store.putIdempotency(caller, input.idempotencyKey, { payloadHash: hash, taskId: id, round: n });
       this.store.appendEvent(id, queuedEvent(n, input.timeoutSeconds));
     });
-    this.schedule(id, 1, input.prompt, { workdir: cwd, isolation }, hardMs);
+    this.schedule(id, 1, input.prompt, { workdir: cwd, isolation, agent }, hardMs);
     return this.admitted(id, synced);
   }
 
@@ -607,9 +618,21 @@ export class Engine {
     return this.active.size;
   }
 
-  health(): { queueDepth: number; running: number; states: Record<string, number> } {
+  /**
+   * What `baton health` shows of the work (rule: run-caps): tasks queued and running by the store, rounds waiting for a
+   * lock or a slot in this process and how many of them only a cap holds back, and the caps with their counts.
+   */
+  health(): {
+    queueDepth: number;
+    running: number;
+    queued: number;
+    capped: number;
+    caps: ReturnType<RunCaps['snapshot']>;
+    states: Record<string, number>;
+  } {
     const states = this.store.stats();
-    return { queueDepth: states.queued, running: states.running, states };
+    const { queued, capped } = this.locks.counts();
+    return { queueDepth: states.queued, running: states.running, queued, capped, caps: this.caps.snapshot(), states };
   }
 
   /** Graceful shutdown: running rounds are stopped and recorded as interrupted (never replayed). */
@@ -632,7 +655,7 @@ export class Engine {
     taskId: string,
     round: number,
     prompt: string,
-    task: Pick<TaskRow, 'workdir' | 'isolation'>,
+    task: Pick<TaskRow, 'workdir' | 'isolation' | 'agent'>,
     hardMs?: number,
   ): void {
     const controller = new AbortController();
@@ -646,19 +669,17 @@ export class Engine {
       ...(hardMs ? { hardMs } : {}),
     };
     this.active.set(taskId, entry);
-    // The lock queue position is taken in admission order (rule: workspace-locks); worktree-isolated tasks need no
-    // lock. The repository scope is resolved now (a few stats, no git process); a failure to resolve it fails this
-    // round only, and the queue positions are taken one after another through the admission chain.
-    let locked: Promise<boolean> = Promise.resolve(true);
-    if (task.isolation !== 'worktree') {
-      const scope = lockScope(task.workdir);
-      // Wrapped so the chain moves on once the position is taken, not once the lock is granted.
-      const queued = this.admissions
-        .then(() => scope)
-        .then((s) => ({ granted: this.locks.acquire(taskId, s, controller.signal) }));
-      this.admissions = queued.catch(() => {});
-      locked = queued.then((q) => q.granted);
-    }
+    // The lock queue position is taken in admission order (rules: workspace-locks, run-caps); worktree-isolated tasks
+    // need no lock, only a run slot. The repository scope is resolved now (a few stats, no git process); a failure to
+    // resolve it fails this round only, and the queue positions are taken one after another through the admission
+    // chain.
+    const scope = task.isolation === 'worktree' ? null : lockScope(task.workdir);
+    // Wrapped so the chain moves on once the position is taken, not once the lock is granted.
+    const queued = this.admissions
+      .then(() => scope)
+      .then((s) => ({ granted: this.locks.acquire(taskId, s, controller.signal, task.agent) }));
+    this.admissions = queued.catch(() => {});
+    const locked = queued.then((q) => q.granted);
     entry.done = this.execute(taskId, round, entry, locked)
       .catch((err) => {
         this.opts.logger.error('round failed unexpectedly', { taskId, round, error: redactError(err) });
@@ -934,8 +955,11 @@ export class Engine {
     return reader === OPERATOR ? { ...this.view(task), caller: task.caller } : this.view(task);
   }
 
+  /** A task's view; a queued round also says where it stands in the queue and why it waits (rule: run-caps). */
   private view(task: TaskRow): TaskView {
-    return { ...taskView(this.store, task), target: this.opts.targetOf?.(task.agent)?.name ?? 'local' };
+    const view = { ...taskView(this.store, task), target: this.opts.targetOf?.(task.agent)?.name ?? 'local' };
+    const queue = task.state === 'queued' ? this.locks.waiting(task.id) : undefined;
+    return queue ? { ...view, queue } : view;
   }
 }
 

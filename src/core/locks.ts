@@ -1,7 +1,9 @@
 // Workspace locks (rule: workspace-locks): tasks whose directories are the same (after realpath), share a git work
 // tree, or nest inside one another run one at a time, in admission order. A lock is released only after the task's
-// process group exited.
+// process group exited. The same queue applies the run caps (rule: run-caps, caps.ts): a round whose workspace is free
+// still waits while a cap is reached, and keeps its place ahead of later rounds in its workspace.
 import { sep } from 'node:path';
+import type { CapWait, RunGate } from './caps.ts';
 
 export interface LockScope {
   /** Realpath of the directory the agent runs in. */
@@ -20,19 +22,36 @@ export function scopesConflict(a: LockScope, b: LockScope): boolean {
   return false;
 }
 
+/** Why a queued round waits, and its place: 1 is the next round the queue looks at. */
+export type QueueWait = { position: number } & ({ waitingFor: 'workspace'; why: string } | CapWait);
+
+const WORKSPACE_WAIT = {
+  waitingFor: 'workspace',
+  why: 'an earlier round in the same directory or git work tree runs or waits (workspace lock)',
+} as const;
+
 interface Waiting {
   id: string;
-  scope: LockScope;
+  /** null: the round needs no workspace lock (its own worktree), only a run slot. */
+  scope: LockScope | null;
+  agent: string;
   grant: () => void;
 }
 
-/** FIFO admission: a waiter starts when it conflicts with no holder and no earlier waiter. */
+/** FIFO admission: a waiter starts when it conflicts with no holder and no earlier waiter, and no run cap holds it. */
 export class WorkspaceLocks {
-  private readonly held = new Map<string, LockScope>();
+  private readonly held = new Map<string, { scope: LockScope | null; agent: string }>();
   private readonly queue: Waiting[] = [];
+  private readonly gate: RunGate | undefined;
+  /** Why each waiter did not start at the last pass over the queue. */
+  private readonly reasons = new Map<string, QueueWait>();
 
-  /** Resolves true when the lock for `scope` is granted to `id`, false if `signal` aborts first. */
-  acquire(id: string, scope: LockScope, signal?: AbortSignal): Promise<boolean> {
+  constructor(gate?: RunGate) {
+    this.gate = gate;
+  }
+
+  /** Resolves true when the lock for `scope` (and a run slot) is granted to `id`, false if `signal` aborts first. */
+  acquire(id: string, scope: LockScope | null, signal?: AbortSignal, agent = ''): Promise<boolean> {
     if (signal?.aborted) return Promise.resolve(false);
     return new Promise((resolve) => {
       const onAbort = () => {
@@ -43,6 +62,7 @@ export class WorkspaceLocks {
       this.queue.push({
         id,
         scope,
+        agent,
         grant: () => {
           signal?.removeEventListener('abort', onAbort);
           resolve(true);
@@ -62,21 +82,45 @@ export class WorkspaceLocks {
   }
 
   release(id: string): void {
-    if (this.held.delete(id)) this.pump();
+    const h = this.held.get(id);
+    if (!h) return;
+    this.held.delete(id);
+    this.gate?.give(h.agent);
+    this.pump();
+  }
+
+  /** Where a waiting round stands and why it waits; undefined when it is not waiting here. */
+  waiting(id: string): QueueWait | undefined {
+    return this.reasons.get(id);
+  }
+
+  /** Rounds waiting here, and how many of them only a run cap holds back. */
+  counts(): { queued: number; capped: number } {
+    let capped = 0;
+    for (const r of this.reasons.values()) if (r.waitingFor !== 'workspace') capped++;
+    return { queued: this.queue.length, capped };
   }
 
   private pump(): void {
-    const blockers: LockScope[] = [...this.held.values()];
+    this.reasons.clear();
+    const blockers: LockScope[] = [];
+    for (const h of this.held.values()) if (h.scope) blockers.push(h.scope);
     for (let i = 0; i < this.queue.length; ) {
       const w = this.queue[i]!;
-      if (blockers.some((b) => scopesConflict(b, w.scope))) {
-        blockers.push(w.scope);
+      const scope = w.scope;
+      const conflict = scope !== null && blockers.some((b) => scopesConflict(b, scope));
+      const capped = conflict ? undefined : this.gate?.blocked(w.agent);
+      if (conflict || capped) {
+        // A held-back waiter keeps its place: later rounds in its workspace stay behind it.
+        if (scope) blockers.push(scope);
+        this.reasons.set(w.id, { position: i + 1, ...(capped ?? WORKSPACE_WAIT) });
         i++;
         continue;
       }
       this.queue.splice(i, 1);
-      this.held.set(w.id, w.scope);
-      blockers.push(w.scope);
+      this.held.set(w.id, { scope, agent: w.agent });
+      this.gate?.take(w.agent);
+      if (scope) blockers.push(scope);
       w.grant();
     }
   }

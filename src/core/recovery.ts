@@ -1,6 +1,7 @@
 // Crash recovery (rule: crash-durability): what a new daemon does with the work a crashed one left behind. Worker
 // process groups still alive are stopped (unless their pid was reused), and every round that was queued or running is
-// recorded as interrupted, never replayed: a caller continues the task to resume its session.
+// recorded as interrupted, never replayed: a caller continues the task to resume its session. Queued rounds are
+// interrupted too (they never started), so a restart never starts work nobody is waiting for any more.
 import { readFileSync } from 'node:fs';
 import type { ProbeOptions } from '../agents/probe.ts';
 import type { Logger } from '../lib/log.ts';
@@ -30,8 +31,13 @@ export async function recoverAfterCrash(
   }
   const unfinished = store.tasksInStates(['queued', 'running']);
   for (const t of unfinished) {
+    // A round that never started (queued behind a lock or a run cap) ran nothing: it is interrupted all the same, not
+    // started by the new daemon, and says so (rule: run-caps).
+    const started = store.roundSummary(t.id, t.rounds)?.startedAt;
     store.tx(() => {
-      const msg = 'the daemon stopped before this round finished; continue the task to resume its session';
+      const msg = started
+        ? 'the daemon stopped before this round finished; continue the task to resume its session'
+        : 'the daemon stopped while this round was queued; it never started and nothing ran: continue the task to queue it again';
       store.updateRound(t.id, t.rounds, { state: 'interrupted', endedAt: now(), error: msg });
       store.setTaskState(t.id, 'interrupted', now(), msg);
       store.appendEvent(t.id, { time: now(), round: t.rounds, kind: 'lifecycle', state: 'interrupted' });

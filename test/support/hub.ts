@@ -36,7 +36,7 @@ export interface HubSetup {
   /** Execution targets by name (the config's `targets`). */
   targets?: Record<string, Record<string, unknown>>;
   callers?: Record<string, { token: string; agents?: string[] }>;
-  limits?: { idleTimeoutMs?: number; hardTimeoutMs?: number; cancelGraceMs?: number };
+  limits?: { idleTimeoutMs?: number; hardTimeoutMs?: number; cancelGraceMs?: number } & Record<string, unknown>;
   /** Listen port (default 0: any free port). */
   port?: number;
   /** Start the hub with BATON_HOME only, no --config: how a user's `baton serve` finds its config. */

@@ -24,7 +24,12 @@ const name = z
   .regex(/^[a-z][a-z0-9-]{0,39}$/, 'must be lowercase letters, digits and dashes, starting with a letter');
 const token = z.string().min(32, 'must be at least 32 characters').max(512);
 
+/** A cap or budget: a whole number above zero (zero or less would stop all work; leave the key out for no cap). */
+const positiveInt = z.number().int('must be a whole number').positive('must be a positive number').max(1_000_000);
+
 const agentEntry = z.object({ kind: z.string().min(1) }).passthrough();
+/** Keys of an agent entry the hub reads itself; the rest is the kind's own config. */
+const hubAgentKeys = z.object({ maxRunning: positiveInt.optional() });
 
 export const configSchema = z
   .object({
@@ -51,6 +56,8 @@ export const configSchema = z
         cancelGraceMs: z.number().int().min(0).max(600_000).default(10_000),
         // Deadline of each agent's version/login probe at start; its processes are stopped when it passes.
         probeTimeoutMs: z.number().int().min(100).max(600_000).default(20_000),
+        // Rounds running at once hub-wide (rule: run-caps); unset: twice the CPU count.
+        maxRunning: positiveInt.optional(),
       })
       .strict()
       .default({ idleTimeoutMs: 600_000, hardTimeoutMs: 7_200_000, cancelGraceMs: 10_000, probeTimeoutMs: 20_000 }),
@@ -76,6 +83,8 @@ export type HubConfig = z.infer<typeof configSchema> & {
   rootsReal: string[];
   /** Every target by name, the built-in `local` included. */
   targetConfigs: Record<string, TargetConfig>;
+  /** Each agent's own cap on rounds running at once (`agents.<name>.maxRunning`), for the agents that set one. */
+  agentMaxRunning: Record<string, number>;
 };
 
 /** The target an agent entry names (`local` when it names none). */
@@ -161,7 +170,17 @@ export function loadConfig(where: string | ConfigLocation): HubConfig {
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) throw new ConfigError(`invalid config ${path}:\n  ${formatIssues(parsed.error)}`);
   const cfg = parsed.data;
-  for (const [agentName, entry] of Object.entries(cfg.agents)) {
+  const agentMaxRunning: Record<string, number> = {};
+  for (const [agentName, full] of Object.entries(cfg.agents)) {
+    // The hub's own keys are taken out of the entry: the kind's schema is strict and the adapter never sees them.
+    const { maxRunning, ...entry } = full;
+    const own = hubAgentKeys.safeParse({ maxRunning });
+    if (!own.success) {
+      const issues = own.error.issues.map((i) => `agents.${agentName}.${i.path.join('.')}: ${i.message}`);
+      throw new ConfigError(`invalid config ${path}:\n  ${issues.join('\n  ')}`);
+    }
+    if (own.data.maxRunning !== undefined) agentMaxRunning[agentName] = own.data.maxRunning;
+    cfg.agents[agentName] = entry as typeof full;
     const schema = agentConfigSchema(entry.kind);
     if (!schema) {
       throw new ConfigError(
@@ -213,6 +232,7 @@ export function loadConfig(where: string | ConfigLocation): HubConfig {
     privateDirs,
     rootsReal,
     targetConfigs: { [LOCAL_TARGET_NAME]: { kind: 'local' }, ...cfg.targets },
+    agentMaxRunning,
   };
 }
 

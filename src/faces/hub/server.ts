@@ -121,6 +121,7 @@ export class Hub {
       stateDir,
       logger: this.logger,
       ...opts.config.limits,
+      agentMaxRunning: opts.config.agentMaxRunning,
     });
     this.callerTokens = new Map(Object.entries(opts.config.callers).map(([c, v]) => [c, digest(v.token)]));
     this.controlToken = digest(opts.config.control.token);

@@ -1,0 +1,66 @@
+// The hub config's caps (rule: run-caps): limits.maxRunning and agents.<name>.maxRunning are positive whole numbers,
+// anything else is refused at load with the key's path; an agent's own keys never reach its kind's strict schema.
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/faces/hub/config.ts';
+import { tempDir } from '../support/tmp.ts';
+
+function writer(t: Parameters<typeof tempDir>[0]) {
+  const dir = tempDir(t);
+  const project = join(dir, 'project');
+  mkdirSync(project);
+  let n = 0;
+  return (extra: Record<string, unknown>) => {
+    const home = join(dir, `h${n++}`);
+    mkdirSync(home, { mode: 0o700 });
+    const path = join(home, 'config.json');
+    const config = {
+      version: 1,
+      roots: [project],
+      control: { token: 'c'.repeat(40) },
+      callers: { alice: { token: 'a'.repeat(40) } },
+      agents: { claude: { kind: 'claude' } },
+      ...extra,
+    };
+    writeFileSync(path, JSON.stringify(config), { mode: 0o600 });
+    return path;
+  };
+}
+
+test('caps: limits.maxRunning and an agent maxRunning load; the agent entry the adapter sees has no maxRunning', (t) => {
+  const write = writer(t);
+  const cfg = loadConfig(
+    write({
+      limits: { maxRunning: 6 },
+      agents: { claude: { kind: 'claude', maxRunning: 2 }, codex: { kind: 'codex' } },
+    }),
+  );
+  assert.equal(cfg.limits.maxRunning, 6);
+  assert.deepEqual(cfg.agentMaxRunning, { claude: 2 });
+  assert.deepEqual(cfg.agents.claude, { kind: 'claude' });
+  const unset = loadConfig(write({}));
+  assert.equal(unset.limits.maxRunning, undefined, 'unset: the engine uses twice the CPU count');
+  assert.deepEqual(unset.agentMaxRunning, {});
+});
+
+test('caps: zero, negative, fractional or non-number caps are refused with their path', (t) => {
+  const write = writer(t);
+  for (const bad of [0, -1, 1.5, '4']) {
+    assert.throws(
+      () => loadConfig(write({ limits: { maxRunning: bad } })),
+      (err: Error) => err instanceof ConfigError && /limits\.maxRunning: /.test(err.message),
+      `limits.maxRunning ${JSON.stringify(bad)}`,
+    );
+    assert.throws(
+      () => loadConfig(write({ agents: { claude: { kind: 'claude', maxRunning: bad } } })),
+      (err: Error) => err instanceof ConfigError && /agents\.claude\.maxRunning: /.test(err.message),
+      `agents.claude.maxRunning ${JSON.stringify(bad)}`,
+    );
+  }
+  assert.throws(
+    () => loadConfig(write({ limits: { maxRunning: 0 } })),
+    (err: Error) => /limits\.maxRunning: must be a positive number/.test(err.message),
+  );
+});
