@@ -114,6 +114,100 @@ async function connect(client: ClientName, scope: Scope, opts: ConnectOptions, c
   for (const n of notes) out(`note: ${n}`);
 }
 
+interface DisconnectOptions {
+  scope: string;
+  print?: boolean;
+  provider?: string;
+  all?: boolean;
+}
+
+export function registerDisconnectCommand(program: Command): void {
+  program
+    .command('disconnect')
+    .description(
+      'Undo `baton connect`: remove baton from a client (or every client with --all) and the permission setting connect added, nothing else.',
+    )
+    .argument('[client]', CLIENTS.join(' | '))
+    .option('--all', 'every client baton can connect, and every baton entry (the hub and the stdio providers)')
+    .option('--scope <scope>', 'user (every project) or project (this directory only)', 'user')
+    .option('--print', 'print the commands and edits without running them')
+    .option('--provider <name>', `remove the stdio provider's entry (${Object.keys(PROVIDERS).sort().join(', ')})`)
+    .action(async (client: string | undefined, opts: DisconnectOptions) => {
+      const { ConnectError } = await import('../faces/hub/clients.ts');
+      if (opts.all ? client !== undefined : client === undefined)
+        throw new ConnectError(`name one client (${CLIENTS.join(', ')}) or pass --all`);
+      if (client !== undefined && !isClientName(client))
+        throw new ConnectError(`unknown client "${client}"; baton can disconnect: ${CLIENTS.join(', ')}`);
+      if (opts.scope !== 'user' && opts.scope !== 'project')
+        throw new ConnectError(`--scope must be user or project (got "${opts.scope}")`);
+      if (opts.provider !== undefined && !(opts.provider in PROVIDERS))
+        throw new ConnectError(
+          `unknown provider "${opts.provider}"; available: ${Object.keys(PROVIDERS).sort().join(', ')}`,
+        );
+      const { batonEntryNames } = await import('../faces/hub/clients.ts');
+      const names = opts.all
+        ? batonEntryNames(Object.keys(PROVIDERS).sort())
+        : opts.provider === undefined
+          ? ['baton']
+          : [`baton-${opts.provider}`];
+      const clients = opts.all ? CLIENTS.filter((c) => c !== 'codex' || opts.scope === 'user') : [client as ClientName];
+      let failed = false;
+      for (const c of clients) {
+        try {
+          await disconnect(c, opts.scope, names, opts.print === true);
+        } catch (err) {
+          // With --all, one client's failure does not keep the others connected; the exit code says it.
+          if (!opts.all) throw err;
+          process.stderr.write(`baton: ${err instanceof Error ? err.message : String(err)}\n`);
+          failed = true;
+        }
+      }
+      if (failed) process.exitCode = 1;
+    });
+}
+
+async function disconnect(client: ClientName, scope: Scope, names: string[], print: boolean): Promise<void> {
+  const { CLIENT_INFO, ConnectError, describeStep, findRegistrations, planDisconnect, runPlan, shellQuote } =
+    await import('../faces/hub/clients.ts');
+  const { findOnPath } = await hubConfigModule();
+  const info = CLIENT_INFO[client];
+  const cwd = process.cwd();
+  const found = findOnPath(info.binary);
+  const plan = planDisconnect(client, scope, names, {
+    bin: print ? info.binary : (found ?? ''),
+    cwd,
+    env: process.env,
+  });
+  const what = `${info.label} (${scope} scope)`;
+  if (!plan.steps.length) {
+    const other: Scope = scope === 'user' ? 'project' : 'user';
+    const elsewhere =
+      client === 'codex' ? [] : findRegistrations(client, other, names, { cwd, env: process.env }).map((r) => r.name);
+    const hint = elsewhere.length
+      ? ` (${elsewhere.join(', ')} is registered in its ${other} scope here: \`baton disconnect ${client} --scope ${other}\`)`
+      : '';
+    out(`${what}: no baton entry; nothing to remove${hint}`);
+    return;
+  }
+  if (print) {
+    out(`# disconnect ${what}; nothing below has been run`);
+    if (!found && plan.steps.some((s) => s.kind === 'exec'))
+      out(`# ${info.binary} is not on PATH: these commands need it installed`);
+    for (const s of plan.steps) out(describeStep(s));
+    return;
+  }
+  if (!found && plan.steps.some((s) => s.kind === 'exec')) {
+    throw new ConnectError(
+      `${info.label} is not installed (no \`${info.binary}\` on PATH), so its own remove cannot run; its baton entry stays in ${plan.files.join(' or ')} (harmless while ${info.binary} is not installed). Nothing was changed.`,
+    );
+  }
+  out(`disconnecting ${what}`);
+  for (const o of await runPlan(plan, process.env, cwd)) {
+    if (o.step.kind === 'exec') out(`ran: ${shellQuote([info.binary, ...o.step.argv.slice(1)])}`);
+    else out(`edited ${o.step.path}: ${o.step.why}`);
+  }
+}
+
 function isInside(dir: string, root: string): boolean {
   return dir === root || dir.startsWith(root.endsWith('/') ? root : `${root}/`);
 }

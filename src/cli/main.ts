@@ -2,7 +2,7 @@
 import { Command, CommanderError } from 'commander';
 import { agentSearchPath } from '../lib/agent-path.ts';
 import { registerAttachCommand } from './attach.ts';
-import { registerConnectCommand } from './connect.ts';
+import { registerConnectCommand, registerDisconnectCommand } from './connect.ts';
 import { registerHubCommands } from './hub.ts';
 import { registerProviderCommand } from './mcp.ts';
 import { registerStoreCommand } from './store.ts';
@@ -24,6 +24,7 @@ registerProviderCommand(program);
 registerAttachCommand(program);
 registerTasksCommand(program);
 registerConnectCommand(program);
+registerDisconnectCommand(program);
 registerStoreCommand(program);
 registerUiCommand(program);
 

@@ -20,7 +20,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ConnectError, type Plan, runPlan } from '../../src/faces/hub/clients.ts';
 import { NODE_CACHE_ENV, REPO_ROOT } from '../support/bins.ts';
-import { batonConnect, CLIENT_TOKENS, clientPath } from '../support/connect.ts';
+import { batonConnect, CLIENT_TOKENS, clientPath, run } from '../support/connect.ts';
 import { writeHubConfig } from '../support/hub.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -216,7 +216,7 @@ test('connect opencode --scope project twice: mcp.baton in ./opencode.json, the 
   writeFileSync(file, commented);
   const r = await s.connect(['opencode', '--scope', 'project']);
   assert.equal(r.code, 1);
-  assert.match(r.stderr, /opencode\.json is not plain JSON/);
+  assert.match(r.stderr, /opencode\.json has comments; remove them/);
   assert.equal(readFileSync(file, 'utf8'), commented, 'left as it was');
 });
 
@@ -387,5 +387,209 @@ test("connect leaves the modes of the user's dirs and files alone, for every cli
     }
   }
   assert.ok(existsSync(join(s.project, 'opencode.json')));
+  // disconnect, in every client and scope, keeps the modes as they are too.
+  for (const [client, scope] of [
+    ['claude', 'user'],
+    ['claude', 'project'],
+    ['codex', 'user'],
+    ['gemini', 'user'],
+    ['gemini', 'project'],
+    ['opencode', 'user'],
+    ['opencode', 'project'],
+  ] as const) {
+    const before = modesUnder(s.home, s.project);
+    const r = await run(
+      [process.execPath, join(REPO_ROOT, 'bin', 'baton.js'), 'disconnect', client, '--scope', scope],
+      {
+        env,
+        cwd: s.project,
+      },
+    );
+    assert.equal(r.code, 0, `disconnect ${client} ${scope}: ${r.stderr}`);
+    assert.match(r.stdout, /^disconnecting /, r.stdout);
+    const after = modesUnder(s.home, s.project);
+    for (const [p, mode] of before)
+      assert.equal(after.get(p)?.toString(8), mode.toString(8), `disconnect ${client} --scope ${scope}: ${p}`);
+  }
   assert.ok(existsSync(join(s.project, '.claude', 'settings.local.json')));
+});
+
+const disconnectCmd = (
+  s: ReturnType<typeof setup>,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+) =>
+  run([process.execPath, join(REPO_ROOT, 'bin', 'baton.js'), '--config', s.configPath, 'disconnect', ...args], {
+    env: opts.env ?? s.env,
+    cwd: opts.cwd ?? s.project,
+  });
+
+const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8'));
+
+test('disconnect claude takes out the entry and the allow rule connect added, nothing else, in either scope', async (t) => {
+  const s = setup(t);
+  const settings = join(s.home, '.claude', 'settings.json');
+  mkdirSync(dirname(settings), { recursive: true });
+  const userSettings = { cleanupPeriodDays: 30, permissions: { allow: ['Bash(ls:*)'] } };
+  writeFileSync(settings, JSON.stringify(userSettings));
+  writeFileSync(
+    join(s.home, '.claude.json'),
+    JSON.stringify({ mcpServers: { other: { type: 'stdio', command: '/bin/true', args: [] } } }),
+  );
+  assert.equal((await s.connect(['claude'])).code, 0);
+  assert.deepEqual(readJson(settings).permissions.allow, ['Bash(ls:*)', 'mcp__baton']);
+
+  const preview = await disconnectCmd(s, ['claude', '--print']);
+  assert.equal(preview.code, 0, preview.stderr);
+  assert.match(preview.stdout, /^# disconnect Claude Code \(user scope\); nothing below has been run\n/);
+  assert.ok(preview.stdout.includes('claude mcp remove --scope user baton'), preview.stdout);
+  assert.ok(preview.stdout.includes(`edit ${settings}`), preview.stdout);
+  assert.ok(readJson(join(s.home, '.claude.json')).mcpServers.baton, '--print removed nothing');
+
+  const r = await disconnectCmd(s, ['claude']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(
+    r.stdout,
+    `disconnecting Claude Code (user scope)\nran: claude mcp remove --scope user baton\nedited ${settings}: remove "mcp__baton" from permissions.allow\n`,
+  );
+  assert.deepEqual(readJson(settings), userSettings, 'the settings are as they were before connect');
+  assert.deepEqual(Object.keys(readJson(join(s.home, '.claude.json')).mcpServers), ['other']);
+  const again = await disconnectCmd(s, ['claude']);
+  assert.equal(again.code, 0, again.stderr);
+  assert.equal(again.stdout, 'Claude Code (user scope): no baton entry; nothing to remove\n');
+
+  // `claude mcp remove` by hand leaves the allow rule behind; disconnect takes out what is left.
+  assert.equal((await s.connect(['claude'])).code, 0);
+  const byHand = await run([join(s.dir, 'bin', 'claude'), 'mcp', 'remove', '--scope', 'user', 'baton'], {
+    env: s.env,
+    cwd: s.project,
+  });
+  assert.equal(byHand.code, 0, byHand.stderr);
+  assert.deepEqual(readJson(settings).permissions.allow, ['Bash(ls:*)', 'mcp__baton']);
+  const rest = await disconnectCmd(s, ['claude']);
+  assert.equal(
+    rest.stdout,
+    `disconnecting Claude Code (user scope)\nedited ${settings}: remove "mcp__baton" from permissions.allow\n`,
+  );
+  assert.deepEqual(readJson(settings), userSettings);
+
+  assert.equal((await s.connect(['claude', '--scope', 'project'])).code, 0);
+  const wrongScope = await disconnectCmd(s, ['claude']);
+  assert.match(
+    wrongScope.stdout,
+    /no baton entry; nothing to remove \(baton is registered in its project scope here: `baton disconnect claude --scope project`\)/,
+  );
+  const project = await disconnectCmd(s, ['claude', '--scope', 'project']);
+  assert.equal(project.code, 0, project.stderr);
+  assert.ok(!readJson(join(s.project, '.mcp.json')).mcpServers?.baton);
+  assert.deepEqual(readJson(join(s.project, '.claude', 'settings.local.json')), {});
+  assert.deepEqual(readJson(settings), userSettings, 'the user settings were not touched');
+});
+
+test('disconnect codex, gemini and opencode: each takes out only baton, the user scope and the project scope apart', async (t) => {
+  const s = setup(t);
+  // Codex: its own `mcp remove` drops the table with the approval setting connect added.
+  const codexHome = join(s.dir, 'codex-home');
+  mkdirSync(codexHome);
+  const toml = join(codexHome, 'config.toml');
+  writeFileSync(toml, 'model = "gpt-x"\n\n[mcp_servers.other]\ncommand = "/bin/true"\n');
+  const env = { ...s.env, CODEX_HOME: codexHome };
+  assert.equal((await s.connect(['codex'], { env })).code, 0);
+  const codex = await disconnectCmd(s, ['codex'], { env });
+  assert.equal(codex.code, 0, codex.stderr);
+  assert.equal(codex.stdout, 'disconnecting Codex (user scope)\nran: codex mcp remove baton\n');
+  const text = readFileSync(toml, 'utf8');
+  assert.doesNotMatch(text, /baton|default_tools_approval_mode/);
+  assert.match(text, /model = "gpt-x"/);
+  assert.match(text, /\[mcp_servers\.other\]\ncommand = "\/bin\/true"/);
+
+  // Gemini CLI: both scopes connected; each disconnect takes out its own scope's entry only. Its own
+  // `mcp remove --scope project` finds nothing in an untrusted folder, so that scope is an edit.
+  const userGemini = join(s.home, '.gemini', 'settings.json');
+  mkdirSync(dirname(userGemini), { recursive: true });
+  const geminiMine = { ui: { theme: 'Dracula' }, mcpServers: { other: { command: '/bin/true' } } };
+  writeFileSync(userGemini, JSON.stringify(geminiMine));
+  assert.equal((await s.connect(['gemini'])).code, 0);
+  assert.equal((await s.connect(['gemini', '--scope', 'project'])).code, 0);
+  const geminiProject = await disconnectCmd(s, ['gemini', '--scope', 'project']);
+  const projectGemini = join(s.project, '.gemini', 'settings.json');
+  assert.equal(
+    geminiProject.stdout,
+    `disconnecting Gemini CLI (project scope)\nedited ${projectGemini}: remove mcpServers.baton\n`,
+  );
+  assert.deepEqual(readJson(projectGemini), {});
+  assert.ok(readJson(userGemini).mcpServers.baton, 'the user scope is still connected');
+  const geminiUser = await disconnectCmd(s, ['gemini']);
+  assert.equal(geminiUser.stdout, 'disconnecting Gemini CLI (user scope)\nran: gemini mcp remove --scope user baton\n');
+  assert.deepEqual(readJson(userGemini), geminiMine);
+
+  // OpenCode has no `mcp remove`: a careful edit of the file that holds the entry.
+  const opencodeProject = join(s.project, 'opencode.json');
+  // With its $schema already: any OpenCode run in this dir (the user-scope `opencode mcp add` too) adds one.
+  const mine = {
+    $schema: 'https://opencode.ai/config.json',
+    theme: 'tokyonight',
+    mcp: { other: { type: 'local', command: ['x'] } },
+  };
+  writeFileSync(opencodeProject, JSON.stringify(mine));
+  assert.equal((await s.connect(['opencode'])).code, 0);
+  assert.equal((await s.connect(['opencode', '--scope', 'project'])).code, 0);
+  const ocProject = await disconnectCmd(s, ['opencode', '--scope', 'project']);
+  assert.equal(
+    ocProject.stdout,
+    `disconnecting OpenCode (project scope)\nedited ${opencodeProject}: remove mcp.baton\n`,
+  );
+  assert.deepEqual(readJson(opencodeProject), mine);
+  // `opencode mcp add` picks the file itself (opencode.jsonc when there is none yet).
+  const userOpencode = ['opencode.json', 'opencode.jsonc']
+    .map((f) => join(s.home, '.config', 'opencode', f))
+    .find((f) => existsSync(f))!;
+  assert.ok(readJson(userOpencode).mcp.baton);
+  const ocUser = await disconnectCmd(s, ['opencode']);
+  assert.equal(ocUser.stdout, `disconnecting OpenCode (user scope)\nedited ${userOpencode}: remove mcp.baton\n`);
+  assert.equal(readJson(userOpencode).mcp, undefined);
+});
+
+test('disconnect --all: every client and every baton entry (the hub and the stdio providers); bad input changes nothing', async (t) => {
+  const s = setup(t);
+  const env = { ...s.env, CODEX_HOME: join(s.dir, 'codex-home') };
+  mkdirSync(env.CODEX_HOME);
+  for (const args of [['claude'], ['claude', '--provider', 'codex'], ['codex'], ['gemini'], ['opencode']]) {
+    const c = await s.connect(args, { env });
+    assert.equal(c.code, 0, `${args.join(' ')}: ${c.stderr}`);
+  }
+  const snapshot = () =>
+    filesUnder(s.home)
+      .filter((f) => !f.endsWith('.claude.json'))
+      .map((f) => [f, readFileSync(join(s.home, f), 'utf8')]);
+  const before = snapshot();
+  for (const bad of [
+    [],
+    ['claude', '--all'],
+    ['cursor'],
+    ['claude', '--scope', 'global'],
+    ['claude', '--provider', 'x'],
+  ]) {
+    const r = await disconnectCmd(s, bad, { env });
+    assert.equal(r.code, 1, `${bad.join(' ')}: ${r.stdout}`);
+    assert.match(r.stderr, /^baton: /);
+  }
+  assert.deepEqual(snapshot(), before);
+
+  const r = await disconnectCmd(s, ['--all'], { env });
+  assert.equal(r.code, 0, r.stderr);
+  for (const line of [
+    'ran: claude mcp remove --scope user baton',
+    'ran: claude mcp remove --scope user baton-codex',
+    'remove "mcp__baton", "mcp__baton-codex" from permissions.allow',
+    'ran: codex mcp remove baton',
+    'ran: gemini mcp remove --scope user baton',
+    'remove mcp.baton',
+  ])
+    assert.ok(r.stdout.includes(line), `${line}\n${r.stdout}`);
+  for (const f of filesUnder(s.home))
+    assert.doesNotMatch(readFileSync(join(s.home, f), 'utf8'), /mcp__baton|"baton|mcp_servers\.baton|BATON_TOKEN/, f);
+  const again = await disconnectCmd(s, ['--all'], { env });
+  assert.equal(again.code, 0, again.stderr);
+  assert.equal(again.stdout.match(/nothing to remove/g)?.length, 4, again.stdout);
 });
