@@ -144,7 +144,7 @@ export function registerDisconnectCommand(program: Command): void {
         throw new ConnectError(
           `unknown provider "${opts.provider}"; available: ${Object.keys(PROVIDERS).sort().join(', ')}`,
         );
-      const { batonEntryNames } = await import('../faces/hub/clients.ts');
+      const { batonEntryNames } = await import('../faces/hub/client-registrations.ts');
       const names = opts.all
         ? batonEntryNames(Object.keys(PROVIDERS).sort())
         : opts.provider === undefined
@@ -167,8 +167,8 @@ export function registerDisconnectCommand(program: Command): void {
 }
 
 async function disconnect(client: ClientName, scope: Scope, names: string[], print: boolean): Promise<void> {
-  const { CLIENT_INFO, ConnectError, describeStep, findRegistrations, planDisconnect, runPlan, shellQuote } =
-    await import('../faces/hub/clients.ts');
+  const { CLIENT_INFO, ConnectError, describeStep, runPlan, shellQuote } = await import('../faces/hub/clients.ts');
+  const { findRegistrations, planDisconnect } = await import('../faces/hub/client-registrations.ts');
   const { findOnPath } = await hubConfigModule();
   const info = CLIENT_INFO[client];
   const cwd = process.cwd();

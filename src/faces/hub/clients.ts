@@ -1,12 +1,21 @@
 // `baton connect`: how each MCP client registers baton through its own CLI, plus exactly the one setting
 // that client needs to call baton's tools without asking. Plans are data (printable with --print), run by runPlan,
 // which puts every touched file back when a step fails. No token is ever written: each client reads it from an env var.
-import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { captureCommand } from '../../lib/capture.ts';
+import {
+  ConnectError,
+  home,
+  objectAt,
+  parseJsonObject,
+  readIfExists,
+  setTomlTableKey,
+  writeUserFile,
+} from './client-files.ts';
 import type { ClientName } from './client-names.ts';
+
+export { ConnectError };
 
 export type Scope = 'user' | 'project';
 
@@ -48,15 +57,6 @@ export interface PlanContext {
   cwd: string;
   env: NodeJS.ProcessEnv;
 }
-
-export class ConnectError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConnectError';
-  }
-}
-
-const home = (env: NodeJS.ProcessEnv) => env.HOME || homedir();
 
 export function planConnect(client: ClientName, scope: Scope, server: Server, ctx: PlanContext): Plan {
   switch (client) {
@@ -249,325 +249,6 @@ function opencodePlan(scope: Scope, server: Server, ctx: PlanContext): Plan {
   };
 }
 
-// ------------------------------------------------------------ what is registered, and taking it out again
-
-/** Where a client has a baton entry, read from the client's own files (no client CLI is run). */
-export interface Registration {
-  client: ClientName;
-  scope: Scope;
-  /** The entry's name: `baton`, or `baton-<provider>`. */
-  name: string;
-  file: string;
-  /** The hub endpoint it calls (http entries). */
-  url?: string;
-  /** The environment variable it reads its token from (http entries). */
-  tokenVar?: string;
-}
-
-/** The files a client keeps its MCP servers in, per scope (the same ones connect writes through the client). */
-function registryFiles(client: ClientName, scope: Scope, ctx: Pick<PlanContext, 'cwd' | 'env'>): string[] {
-  const h = home(ctx.env);
-  switch (client) {
-    case 'claude':
-      if (scope === 'project') return [join(ctx.cwd, '.mcp.json')];
-      return [ctx.env.CLAUDE_CONFIG_DIR ? join(ctx.env.CLAUDE_CONFIG_DIR, '.claude.json') : join(h, '.claude.json')];
-    case 'codex':
-      return scope === 'user' ? [join(ctx.env.CODEX_HOME || join(h, '.codex'), 'config.toml')] : [];
-    case 'gemini':
-      return [join(scope === 'user' ? h : ctx.cwd, '.gemini', 'settings.json')];
-    case 'opencode': {
-      const dir = scope === 'user' ? join(ctx.env.XDG_CONFIG_HOME || join(h, '.config'), 'opencode') : ctx.cwd;
-      const names =
-        scope === 'user' ? ['opencode.json', 'opencode.jsonc', 'config.json'] : ['opencode.json', 'opencode.jsonc'];
-      return names.map((f) => join(dir, f));
-    }
-  }
-}
-
-function claudeSettingsFile(scope: Scope, ctx: Pick<PlanContext, 'cwd' | 'env'>): string {
-  const configDir = ctx.env.CLAUDE_CONFIG_DIR || join(home(ctx.env), '.claude');
-  return scope === 'user' ? join(configDir, 'settings.json') : join(ctx.cwd, '.claude', 'settings.local.json');
-}
-
-/** A JSON file's object, or undefined when it is missing or not plain JSON (the caller says what it could not read). */
-function readJsonFile(path: string): Record<string, unknown> | undefined {
-  const text = readIfExists(path);
-  if (text === undefined) return undefined;
-  try {
-    const v = JSON.parse(plainJson(text).json) as unknown;
-    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function entryIn(
-  json: Record<string, unknown> | undefined,
-  key: string,
-  name: string,
-): Record<string, unknown> | undefined {
-  const servers = json?.[key];
-  if (!servers || typeof servers !== 'object') return undefined;
-  const e = (servers as Record<string, unknown>)[name];
-  return e && typeof e === 'object' ? (e as Record<string, unknown>) : undefined;
-}
-
-/** The variable named in an `Authorization: Bearer ${VAR}` (or OpenCode's `{env:VAR}`) header. */
-function headerTokenVar(entry: Record<string, unknown>): string | undefined {
-  const headers = entry.headers as Record<string, unknown> | undefined;
-  const auth = headers && typeof headers === 'object' ? headers.Authorization : undefined;
-  if (typeof auth !== 'string') return undefined;
-  return /Bearer \$\{(\w+)\}|Bearer \{env:(\w+)\}/.exec(auth)?.slice(1).find(Boolean);
-}
-
-/** The lines of TOML table `[table]` (header excluded), or undefined when there is no such table. */
-function tomlTable(text: string, table: string): string[] | undefined {
-  const lines = text.split('\n');
-  const headerRe = tomlHeaderRe(table);
-  const start = lines.findIndex((l) => headerRe.test(l));
-  if (start < 0) return undefined;
-  let end = lines.findIndex((l, i) => i > start && /^\s*\[/.test(l));
-  if (end < 0) end = lines.length;
-  return lines.slice(start + 1, end);
-}
-
-function tomlString(lines: string[], key: string): string | undefined {
-  const re = new RegExp(`^\\s*(?:${esc(key)}|"${esc(key)}")\\s*=\\s*"([^"]*)"`);
-  for (const l of lines) {
-    const m = re.exec(l);
-    if (m) return m[1];
-  }
-  return undefined;
-}
-
-/** Every baton entry named in `names` that `client` has in `scope`. */
-export function findRegistrations(
-  client: ClientName,
-  scope: Scope,
-  names: readonly string[],
-  ctx: Pick<PlanContext, 'cwd' | 'env'>,
-): Registration[] {
-  const found: Registration[] = [];
-  for (const file of registryFiles(client, scope, ctx)) {
-    if (client === 'codex') {
-      const text = readIfExists(file);
-      if (text === undefined) continue;
-      for (const name of names) {
-        const lines = tomlTable(text, `mcp_servers.${name}`);
-        if (!lines) continue;
-        found.push({
-          client,
-          scope,
-          name,
-          file,
-          url: tomlString(lines, 'url'),
-          tokenVar: tomlString(lines, 'bearer_token_env_var'),
-        });
-      }
-      continue;
-    }
-    const json = readJsonFile(file);
-    for (const name of names) {
-      const entry = entryIn(json, client === 'opencode' ? 'mcp' : 'mcpServers', name);
-      if (!entry) continue;
-      const url = [entry.url, entry.httpUrl].find((u): u is string => typeof u === 'string');
-      found.push({ client, scope, name, file, url, tokenVar: headerTokenVar(entry) });
-    }
-  }
-  return found;
-}
-
-/** An edit taking `key.name` out of a JSON file, and `key` with it when nothing else is left in it. */
-function removeJsonEntry(file: string, key: string, name: string): Step {
-  return {
-    kind: 'edit',
-    path: file,
-    why: `remove ${key}.${name}`,
-    checkFirst: true,
-    apply: (current) => {
-      const json = parseJsonObject(file, current);
-      const servers = objectAt(file, json, key);
-      delete servers[name];
-      if (!Object.keys(servers).length) delete json[key];
-      return `${JSON.stringify(json, null, 2)}\n`;
-    },
-  };
-}
-
-/** The names `connect` registers: the hub's `baton`, and `baton-<provider>` for each stdio provider. */
-export function batonEntryNames(providers: readonly string[]): string[] {
-  return ['baton', ...providers.map((p) => `baton-${p}`)];
-}
-
-/**
- * `baton disconnect`: takes out exactly what `connect` put in, for each name that is there: the entry (through the
- * client's CLI where it has a remove that works, else by a careful edit) and the permission setting connect added.
- * Nothing registered gives a plan with no steps.
- */
-export function planDisconnect(client: ClientName, scope: Scope, names: readonly string[], ctx: PlanContext): Plan {
-  if (client === 'codex' && scope !== 'user') {
-    throw new ConnectError(
-      'Codex keeps MCP servers in its user config ($CODEX_HOME/config.toml) only; there is no project scope to disconnect',
-    );
-  }
-  const regs = findRegistrations(client, scope, names, ctx);
-  const steps: Step[] = [];
-  const files = new Set(registryFiles(client, scope, ctx));
-  for (const r of regs) {
-    switch (client) {
-      case 'claude':
-        steps.push({
-          kind: 'exec',
-          argv: [ctx.bin, 'mcp', 'remove', '--scope', scope, r.name],
-          why: `remove "${r.name}"`,
-        });
-        break;
-      case 'codex':
-        // Codex drops the whole [mcp_servers.NAME] table, default_tools_approval_mode with it.
-        steps.push({
-          kind: 'exec',
-          argv: [ctx.bin, 'mcp', 'remove', r.name],
-          why: `remove "${r.name}" and its approval setting`,
-        });
-        break;
-      case 'gemini':
-        // Without --scope, `gemini mcp remove` looks in the project settings only; with `--scope project` Gemini CLI
-        // 0.61.0 does not find an entry there either (it answers "not found" and exits 0). So the user scope goes
-        // through the CLI and the project scope is a careful edit.
-        steps.push(
-          scope === 'user'
-            ? {
-                kind: 'exec',
-                argv: [ctx.bin, 'mcp', 'remove', '--scope', scope, r.name],
-                why: `remove "${r.name}" (its trust goes with it)`,
-              }
-            : removeJsonEntry(r.file, 'mcpServers', r.name),
-        );
-        break;
-      case 'opencode':
-        // OpenCode has no `mcp remove`.
-        steps.push(removeJsonEntry(r.file, 'mcp', r.name));
-        break;
-    }
-  }
-  if (client === 'claude') {
-    // The allow rule is looked for on its own: it may outlive an entry removed by hand with `claude mcp remove`.
-    const settings = claudeSettingsFile(scope, ctx);
-    const allow = (readJsonFile(settings)?.permissions as { allow?: unknown } | undefined)?.allow;
-    const rules = Array.isArray(allow) ? names.map((n) => `mcp__${n}`).filter((rule) => allow.includes(rule)) : [];
-    if (rules.length) {
-      files.add(settings);
-      steps.push({
-        kind: 'edit',
-        path: settings,
-        why: `remove ${rules.map((rule) => `"${rule}"`).join(', ')} from permissions.allow`,
-        checkFirst: true,
-        apply: (current) => {
-          const json = parseJsonObject(settings, current);
-          const permissions = objectAt(settings, json, 'permissions');
-          const list = permissions.allow;
-          if (!Array.isArray(list)) throw new ConnectError(`${settings}: permissions.allow is not a list`);
-          permissions.allow = list.filter((x) => !rules.includes(x));
-          // Only what connect could have created is dropped, and only when nothing else is left in it.
-          if (!(permissions.allow as unknown[]).length) delete permissions.allow;
-          if (!Object.keys(permissions).length) delete json.permissions;
-          return `${JSON.stringify(json, null, 2)}\n`;
-        },
-      });
-    }
-  }
-  return { client, scope, steps, files: [...files] };
-}
-
-function parseJsonObject(
-  path: string,
-  text: string | undefined,
-  fresh: Record<string, unknown> = {},
-): Record<string, unknown> {
-  if (text === undefined || !text.trim()) return fresh;
-  const { json, comments } = plainJson(text);
-  // Rewriting a file with comments would drop them: the user's words are not baton's to delete.
-  if (comments)
-    throw new ConnectError(`${path} has comments; remove them (or make this change by hand) and run this again`);
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch (err) {
-    throw new ConnectError(`${path} is not plain JSON (${(err as Error).message}); fix it and run this again`);
-  }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new ConnectError(`${path}: not a JSON object`);
-  return value as Record<string, unknown>;
-}
-
-/**
- * JSON with comments (JSONC) as plain JSON: comments and trailing commas taken out, strings left as they are. OpenCode
- * writes a trailing comma into a config it edits, so its own files need this to be read at all.
- */
-function plainJson(text: string): { json: string; comments: boolean } {
-  let out = '';
-  let comments = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (c === '"') {
-      const start = i;
-      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === '\\') i++;
-      out += text.slice(start, i + 1);
-    } else if (c === '/' && text[i + 1] === '/') {
-      comments = true;
-      while (i < text.length && text[i] !== '\n') i++;
-      out += '\n';
-    } else if (c === '/' && text[i + 1] === '*') {
-      comments = true;
-      const end = text.indexOf('*/', i + 2);
-      i = end < 0 ? text.length : end + 1;
-      out += ' ';
-    } else if (c === ',' && isTrailingComma(text, i)) {
-      // Dropped.
-    } else out += c;
-  }
-  return { json: out, comments };
-}
-
-/** Whether the comma at `at` is followed, past white space, by the end of its object or array. */
-function isTrailingComma(text: string, at: number): boolean {
-  let j = at + 1;
-  while (j < text.length && /\s/.test(text[j]!)) j++;
-  return text[j] === '}' || text[j] === ']';
-}
-
-function objectAt(path: string, json: Record<string, unknown>, key: string): Record<string, unknown> {
-  const v = json[key] ?? {};
-  if (typeof v !== 'object' || Array.isArray(v) || v === null)
-    throw new ConnectError(`${path}: "${key}" is not an object`);
-  json[key] = v;
-  return v as Record<string, unknown>;
-}
-
-/**
- * Sets `key = value` in the TOML table `[table]` of a file Codex has just written (Codex writes each server as its own
- * `[mcp_servers.NAME]` table). Only that table's lines are touched; a missing table is an error.
- */
-function setTomlTableKey(path: string, text: string, table: string, key: string, value: string): string {
-  const lines = text.split('\n');
-  const headerRe = tomlHeaderRe(table);
-  const start = lines.findIndex((l) => headerRe.test(l));
-  if (start < 0) throw new ConnectError(`${path}: no [${table}] table after registering it; nothing was changed`);
-  let end = lines.findIndex((l, i) => i > start && /^\s*\[/.test(l));
-  if (end < 0) end = lines.length;
-  const keyRe = new RegExp(`^\\s*(?:${esc(key)}|"${esc(key)}")\\s*=`);
-  const body = lines.slice(start + 1, end).filter((l) => !keyRe.test(l));
-  return [...lines.slice(0, start + 1), `${key} = ${value}`, ...body, ...lines.slice(end)].join('\n');
-}
-
-function tomlHeaderRe(table: string): RegExp {
-  const dotted = table.split('.');
-  return new RegExp(
-    `^\\s*\\[\\s*${dotted.map((p) => `(?:${esc(p)}|"${esc(p)}")`).join('\\s*\\.\\s*')}\\s*\\]\\s*(?:#.*)?$`,
-  );
-}
-
-const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
 /** The plan as shell lines and edit notes, for --print and for the report after running. */
 export function describeStep(step: Step): string {
   if (step.kind === 'exec') return `${shellQuote(step.argv)}\n    # ${step.why}`;
@@ -618,29 +299,6 @@ export async function runPlan(plan: Plan, env: NodeJS.ProcessEnv, cwd: string): 
       : err;
   }
   return outcomes;
-}
-
-/**
- * Writes one of the user's own client files atomically (temp file + rename) without changing a mode: an existing
- * file keeps its mode (or `mode`, when putting a file back), a new one gets the user's umask default, and missing
- * parent dirs are created as the umask says. baton's own files are private (lib/private-fs.ts); these are not baton's.
- */
-function writeUserFile(path: string, text: string, mode?: number): void {
-  const keep = mode ?? (existsSync(path) ? statSync(path).mode & 0o7777 : undefined);
-  mkdirSync(dirname(path), { recursive: true });
-  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  try {
-    writeFileSync(tmp, text, { flag: 'wx' });
-    if (keep !== undefined) chmodSync(tmp, keep);
-    renameSync(tmp, path);
-  } catch (err) {
-    rmSync(tmp, { force: true });
-    throw err;
-  }
-}
-
-function readIfExists(path: string): string | undefined {
-  return existsSync(path) ? readFileSync(path, 'utf8') : undefined;
 }
 
 const EXEC_TIMEOUT_MS = 120_000;
