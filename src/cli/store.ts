@@ -16,7 +16,7 @@ export function registerStoreCommand(program: Command): void {
   store
     .command('check')
     .description(
-      'Run PRAGMA quick_check, compare the store with its marker and check every backup; exits 1 when the store or a backup is damaged.',
+      'Run PRAGMA integrity_check and every row checksum, compare the store with its marker and check every backup; exits 1 when the store or a backup is damaged.',
     )
     .action(async () => {
       const cfg = await config();

@@ -25,6 +25,7 @@ import {
   SCHEMA_VERSION,
   type StoreContents,
 } from './store/copy-check.ts';
+import { damagedRows, registerRowSums } from './store/row-sums.ts';
 import { Store } from './store.ts';
 import { markerPath, readMarker, StoreDamagedError, type StoreMarker, walPath } from './store-guard.ts';
 
@@ -183,7 +184,19 @@ export interface CheckReport {
   lines: string[];
 }
 
-/** quick_check and the marker comparison, as the hub's start would run them. */
+/** Rows that do not match their checksums, as report lines (none: empty). */
+function rowDamage(db: DatabaseSync): string[] {
+  const bad = damagedRows(db);
+  if (!bad.length) return [];
+  const byTable = new Map<string, number>();
+  for (const b of bad) byTable.set(b.table, (byTable.get(b.table) ?? 0) + 1);
+  return [
+    `damaged rows: ${[...byTable].map(([t, n]) => `${n} in ${t}`).join(', ')} do not match their checksums; ` +
+      'baton refuses to serve them: restore a copy (`baton store restore <backup>`, with the hub stopped)',
+  ];
+}
+
+/** integrity_check, every row's checksum and the marker comparison, as the hub's start and reads would run them. */
 export function checkStore(stateDir: string): CheckReport {
   const dbPath = join(stateDir, DB_FILE);
   const lines = [`store: ${dbPath}`];
@@ -211,9 +224,17 @@ export function checkStore(stateDir: string): CheckReport {
     () => {
       try {
         const store = new Store(dbPath);
-        const tasks = store.markerState()?.tasks ?? 0;
-        store.close();
-        return `ok: quick_check passed, ${tasks} task(s), nothing missing`;
+        try {
+          const damage = rowDamage(store.db);
+          if (damage.length) {
+            ok = false;
+            return damage.join('\n');
+          }
+          const tasks = store.markerState()?.tasks ?? 0;
+          return `ok: integrity_check passed, every row matches its checksum, ${tasks} task(s), nothing missing`;
+        } finally {
+          store.close();
+        }
       } catch (err) {
         ok = false;
         return err instanceof StoreDamagedError ? err.message : `cannot open the store: ${(err as Error).message}`;
@@ -221,15 +242,20 @@ export function checkStore(stateDir: string): CheckReport {
     },
     () => {
       // A hub is running: read through a second connection, change nothing.
-      const db = new DatabaseSync(dbPath);
+      const db = new DatabaseSync(dbPath, { readOnly: true });
+      registerRowSums(db);
       try {
-        const rows = db.prepare('PRAGMA quick_check').all() as { quick_check: string }[];
-        const bad = rows.filter((r) => r.quick_check !== 'ok').map((r) => r.quick_check);
+        const rows = db.prepare('PRAGMA integrity_check').all() as { integrity_check: string }[];
+        const bad = rows.filter((r) => r.integrity_check !== 'ok').map((r) => r.integrity_check);
+        const schema = (db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version;
+        const damage = !bad.length && schema >= SCHEMA_VERSION ? rowDamage(db) : [];
         const tasks = (db.prepare('SELECT COALESCE(MAX(list_order), 0) AS n FROM tasks').get() as { n: number }).n;
-        if (bad.length) ok = false;
+        if (bad.length || damage.length) ok = false;
         return bad.length
-          ? `damaged (hub running): quick_check: ${bad.slice(0, 3).join('; ')}`
-          : `ok (hub running): quick_check passed, ${tasks} task(s)`;
+          ? `damaged (hub running): integrity_check: ${bad.slice(0, 3).join('; ')}`
+          : damage.length
+            ? `damaged (hub running): ${damage.join('; ')}`
+            : `ok (hub running): integrity_check passed, every row matches its checksum, ${tasks} task(s)`;
       } finally {
         db.close();
       }
@@ -404,7 +430,7 @@ export function restoreStore(stateDir: string, name: string, force = false): Res
       moveAside(markerPath(dbPath), `${dbPath}.replaced-${when}.marker.json`);
       renameSync(tmp, dbPath);
       try {
-        // Opened once without a marker: quick_check runs and the marker is written for the restored copy.
+        // Opened once without a marker: integrity_check runs and the marker is written for the restored copy.
         const store = new Store(dbPath);
         const tasks = store.markerState()?.tasks ?? 0;
         store.close();

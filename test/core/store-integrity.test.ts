@@ -107,7 +107,7 @@ test('a baton.db truncated to 0 bytes is refused', (t) => {
   assertRefused(path, path);
 });
 
-test('random bytes inside a page are refused (quick_check)', (t) => {
+test('random bytes inside a page are refused (integrity_check)', (t) => {
   const path = storeWithData(t);
   // Page 3 onwards hold table b-trees; a whole page of noise breaks its structure.
   overwrite(path, 4096 * 3, noise(4096));

@@ -4,14 +4,17 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import {
+  closeSync,
   copyFileSync,
   existsSync,
   mkdirSync,
+  openSync,
   readdirSync,
   readFileSync,
   rmSync,
   statSync,
   writeFileSync,
+  writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -69,7 +72,7 @@ test('store check, backup and restore; a start on a store that lost baton.db is 
   // While the hub runs: check reads through a second connection, backup works, restore is refused.
   const check = baton(dir, hub.configPath, 'store', 'check');
   assert.equal(check.status, 0, check.stderr);
-  assert.match(check.stdout, /ok \(hub running\): quick_check passed, 1 task/);
+  assert.match(check.stdout, /ok \(hub running\): integrity_check passed, every row matches its checksum, 1 task/);
   const backup = baton(dir, hub.configPath, 'store', 'backup');
   assert.equal(backup.status, 0, backup.stderr);
   const written = /(\/\S+\/backups\/baton-[^ ]+\.db)/.exec(backup.stdout)?.[1];
@@ -102,7 +105,7 @@ test('store check, backup and restore; a start on a store that lost baton.db is 
   assert.equal((statSync(db).mode & 0o777).toString(8), '600');
   const healthy = baton(dir, hub.configPath, 'store', 'check');
   assert.equal(healthy.status, 0, healthy.stdout);
-  assert.match(healthy.stdout, /ok: quick_check passed, 1 task/);
+  assert.match(healthy.stdout, /ok: integrity_check passed, every row matches its checksum, 1 task/);
 
   const again = await startHub(t, setup);
   const alice2 = await connectCaller(t, again, 'alice');
@@ -190,4 +193,63 @@ test('a `baton store backup` killed mid-copy leaves no backup: check stays clean
   assert.equal(forced.status, 0, forced.stderr);
   assert.match(forced.stdout, /forced: the store holds 400 task\(s\).*loses 400 task\(s\)/);
   assert.match(forced.stdout, /restored .*: 0 task\(s\)/);
+});
+
+test('a hub on a store with bytes changed inside its records refuses the damaged reads, naming store check and restore', async (t) => {
+  const dir = tempDir(t, 'baton-store-rows-');
+  const work = join(dir, 'work');
+  mkdirSync(work);
+  const setup = {
+    dir,
+    roots: [work],
+    agents: { scripted: { kind: 'acp', command: [process.execPath, SCRIPTED_ACP_AGENT] } },
+  };
+  writeHubConfig(setup);
+  const stateDir = join(batonHome(dir), 'state');
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  const db = join(stateDir, 'baton.db');
+  const store = new Store(db);
+  const time = '2026-01-01T00:00:00.000Z';
+  const answer = (i: number) => `result ${i} `.repeat(300);
+  for (let i = 0; i < 20; i++) {
+    store.tx(() => {
+      store.insertTask({
+        id: `t-${i}`,
+        caller: 'alice',
+        agent: 'scripted',
+        cwd: work,
+        workdir: work,
+        isolation: 'none',
+        now: time,
+      });
+      const n = store.insertRound(`t-${i}`, `prompt ${i}`);
+      store.updateRound(`t-${i}`, n, { state: 'succeeded', endedAt: time, result: answer(i) });
+      store.setTaskState(`t-${i}`, 'succeeded', time);
+    });
+  }
+  store.close();
+  // 200 bytes of noise inside the records at the end of the last page.
+  const fd = openSync(db, 'r+');
+  writeSync(fd, Buffer.alloc(200, 0x5a), 0, 200, statSync(db).size - 260);
+  closeSync(fd);
+
+  const hub = await startHub(t, setup);
+  const alice = await connectCaller(t, hub, 'alice');
+  let refused = 0;
+  for (let i = 0; i < 20; i++) {
+    try {
+      const r = await call<{ text: string }>(alice, 'agent_result', { taskId: `t-${i}` });
+      assert.equal(r.text, answer(i), `t-${i}: served as stored, never changed`);
+    } catch (err) {
+      assert.match(
+        (err as Error).message,
+        /does not match its checksum.*`baton store check`.*`baton store restore <backup>`/s,
+      );
+      refused++;
+    }
+  }
+  assert.ok(refused > 0, 'the damaged rows are refused');
+  const check = baton(dir, hub.configPath, 'store', 'check');
+  assert.equal(check.status, 1, check.stdout);
+  assert.match(check.stdout, /damaged \(hub running\): damaged rows: \d+ in result_pages/);
 });

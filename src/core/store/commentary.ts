@@ -2,6 +2,7 @@
 // task's row, so an append costs what the append costs, not what the tail holds.
 import { COMMENTARY_TAIL_BYTES, countCodePoints, keepTail } from '../paging.ts';
 import type { StoreDb } from './db.ts';
+import { checked, intact } from './row-sums.ts';
 import type { Row } from './rows.ts';
 
 /** Small commentary appends are joined into the newest chunk up to this size, so a chunk is never rewritten whole. */
@@ -9,8 +10,16 @@ const COMMENTARY_CHUNK_BYTES = 16 * 1024;
 
 /** The commentary tail (at most COMMENTARY_TAIL_BYTES) and how many code points were dropped before it. */
 export function getCommentary(db: StoreDb, id: string): { tail: string; dropped: number } {
-  const r = db.stmt('SELECT commentary_dropped FROM tasks WHERE id = ?').get(id) as Row;
-  const chunks = db.stmt('SELECT text FROM commentary WHERE task_id = ? ORDER BY seq').all(id) as Row[];
+  const r = checked(
+    db.stmt(`SELECT commentary_dropped, ${intact('tasks')} AS intact FROM tasks WHERE id = ?`).get(id) as Row,
+    'tasks',
+    () => id,
+  );
+  const chunks = (
+    db
+      .stmt(`SELECT seq, text, ${intact('commentary')} AS intact FROM commentary WHERE task_id = ? ORDER BY seq`)
+      .all(id) as Row[]
+  ).map((c) => checked(c, 'commentary', () => `${id} chunk ${c.seq}`));
   return { tail: chunks.map((c) => String(c.text)).join(''), dropped: Number(r.commentary_dropped) };
 }
 

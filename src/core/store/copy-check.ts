@@ -1,8 +1,10 @@
 // What a store file (a backup copy, or a file offered for restore) holds and whether it can be trusted: checked on
 // the file before SQLite opens it (empty, not SQLite, truncated, an unfinished write beside it), then inside it
-// (baton's tables and schema version, PRAGMA integrity_check), and summed up as what a restore would keep or lose.
+// (baton's tables and schema version, PRAGMA integrity_check, every row's checksum), and summed up as what a restore
+// would keep or lose.
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
+import { damagedRows, registerRowSums } from './row-sums.ts';
 import { MIGRATIONS } from './schema.ts';
 
 /** The schema version this baton writes (PRAGMA user_version after every migration). */
@@ -108,6 +110,16 @@ export function inspectCopy(path: string, full = true, wanted: string | null = n
     }
     const contents = contentsOf(db, wanted);
     if (typeof contents === 'string') return { ok: false, problem: contents };
+    if (full && contents.schema >= SCHEMA_VERSION) {
+      registerRowSums(db);
+      const bad = damagedRows(db);
+      if (bad.length) {
+        return {
+          ok: false,
+          problem: `has ${bad.length} row(s) that do not match their checksums (first in ${bad[0]!.table})`,
+        };
+      }
+    }
     if (contents.schema > SCHEMA_VERSION) {
       return {
         ok: false,

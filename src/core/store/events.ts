@@ -3,6 +3,7 @@
 import { countCodePoints } from '../paging.ts';
 import type { NewTaskEvent, TaskEvent } from '../task.ts';
 import type { StoreDb } from './db.ts';
+import { checked, intact, partSum, rowSum } from './row-sums.ts';
 
 /**
  * Event pages (eventPage). `chars` is the length in code points of the event's text, stored when it was appended; a
@@ -12,12 +13,17 @@ import type { StoreDb } from './db.ts';
  * parameter expires the statement and every run parses and plans the SQL again. Pages are cut while stepping instead:
  * SQLite reads rows only as they are asked for.
  */
-const EVENTS_WITH_TEXT = 'SELECT data, text, chars FROM events WHERE task_id = ? AND seq > ? ORDER BY seq';
+const EVENTS_WITH_TEXT = `SELECT seq, data, text, chars, ${intact('events', 'events', ['text'])} AS intact
+  FROM events WHERE task_id = ? AND seq > ? ORDER BY seq`;
 /** The same without `message` text, which is never read: such an event says how long its text is instead (`chars`). */
-const EVENTS_WITHOUT_MESSAGE_TEXT = 'SELECT data, chars FROM events WHERE task_id = ? AND seq > ? ORDER BY seq';
+const EVENTS_WITHOUT_MESSAGE_TEXT = `SELECT seq, data, chars, ${intact('events')} AS intact
+  FROM events WHERE task_id = ? AND seq > ? ORDER BY seq`;
 
 interface EventRow {
+  seq: number;
   data: string;
+  /** 1 when the row matches its checksum (row-sums.ts); a message's text is checked only when it is read. */
+  intact: number;
   chars: number;
   /** Selected only when a page carries message text. */
   text?: string | null;
@@ -32,12 +38,20 @@ export function appendEvent(db: StoreDb, taskId: string, event: NewTaskEvent): T
   const full: TaskEvent = { seq, ...event };
   const text = 'text' in full && typeof full.text === 'string' ? full.text : undefined;
   const moved = full.kind === 'message' && text !== undefined;
-  db.stmt('INSERT INTO events (task_id, seq, data, text, chars) VALUES (?, ?, ?, ?, ?)').run(
+  const data = JSON.stringify(moved ? { ...full, text: undefined } : full);
+  const stored = moved ? text : null;
+  const chars = text === undefined ? 0 : countCodePoints(text);
+  // The sums are computed here rather than by the insert trigger, which would write the row a second time: events are
+  // the store's most frequent write.
+  const textSum = partSum(stored);
+  db.stmt('INSERT INTO events (task_id, seq, data, text, chars, text_sum, row_sum) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
     taskId,
     seq,
-    JSON.stringify(moved ? { ...full, text: undefined } : full),
-    moved ? text : null,
-    text === undefined ? 0 : countCodePoints(text),
+    data,
+    stored,
+    chars,
+    textSum,
+    rowSum(taskId, seq, data, chars, textSum),
   );
   return full;
 }
@@ -64,7 +78,7 @@ export function eventPage(
   let text = 0;
   for (const row of rows) {
     if (events.length === limit) return { events, hasMore: true };
-    const ev = eventOf(row);
+    const ev = eventOf(checked(row, 'events', () => `${taskId} event ${row.seq}`));
     // A message whose text stayed in its column: the page says how long it is instead.
     const withoutText = ev.kind === 'message' && ev.text === undefined;
     const chars = withoutText ? 0 : row.chars;

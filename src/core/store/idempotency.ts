@@ -1,5 +1,6 @@
 // Idempotency keys: a caller's key bound to the payload it came with and the task and round it started.
 import type { StoreDb } from './db.ts';
+import { checked, intact } from './row-sums.ts';
 import type { Row } from './rows.ts';
 
 export interface IdempotencyRecord {
@@ -9,7 +10,10 @@ export interface IdempotencyRecord {
 }
 
 export function getIdempotency(db: StoreDb, caller: string, key: string): IdempotencyRecord | undefined {
-  const r = db.stmt('SELECT * FROM idempotency WHERE caller = ? AND key = ?').get(caller, key) as Row | undefined;
+  const r = db
+    .stmt(`SELECT *, ${intact('idempotency')} AS intact FROM idempotency WHERE caller = ? AND key = ?`)
+    .get(caller, key) as Row | undefined;
+  if (r) checked(r, 'idempotency', () => `${caller}'s key`);
   return r ? { payloadHash: String(r.payload_hash), taskId: String(r.task_id), round: Number(r.round) } : undefined;
 }
 

@@ -1,6 +1,7 @@
 // 2025-era MCP sessions, which outlive a hub restart: a row binds a session (by the SHA-256 of its id, never the id)
 // to its caller. Writes go through tx() like every other, so a full disk surfaces as StoreFullError (the hub's 507).
 import type { StoreDb } from './db.ts';
+import { checked, intact } from './row-sums.ts';
 import type { Row } from './rows.ts';
 
 export function insertMcpSession(db: StoreDb, idHash: string, caller: string, now: string): void {
@@ -12,7 +13,10 @@ export function insertMcpSession(db: StoreDb, idHash: string, caller: string, no
 }
 
 export function getMcpSession(db: StoreDb, idHash: string): { caller: string; lastSeen: string } | undefined {
-  const row = db.stmt('SELECT caller, last_seen FROM mcp_sessions WHERE id_hash = ?').get(idHash) as Row | undefined;
+  const row = db
+    .stmt(`SELECT caller, last_seen, ${intact('mcp_sessions')} AS intact FROM mcp_sessions WHERE id_hash = ?`)
+    .get(idHash) as Row | undefined;
+  if (row) checked(row, 'mcp_sessions', () => 'a session');
   return row ? { caller: String(row.caller), lastSeen: String(row.last_seen) } : undefined;
 }
 
@@ -31,8 +35,11 @@ export function mcpSessionsOf(
 ): { count: number; oldest?: { idHash: string; lastSeen: string } } {
   const count = Number((db.stmt('SELECT COUNT(*) AS n FROM mcp_sessions WHERE caller = ?').get(caller) as Row).n);
   const row = db
-    .stmt('SELECT id_hash, last_seen FROM mcp_sessions WHERE caller = ? ORDER BY last_seen LIMIT 1')
+    .stmt(
+      `SELECT id_hash, last_seen, ${intact('mcp_sessions')} AS intact FROM mcp_sessions WHERE caller = ? ORDER BY last_seen LIMIT 1`,
+    )
     .get(caller) as Row | undefined;
+  if (row) checked(row, 'mcp_sessions', () => `${caller}'s oldest session`);
   return { count, ...(row ? { oldest: { idHash: String(row.id_hash), lastSeen: String(row.last_seen) } } : {}) };
 }
 

@@ -6,11 +6,13 @@ import { cutCodePoints } from '../../lib/text.ts';
 import { countCodePoints, pageText, RESULT_PAGE_CODE_POINTS, splitCodePoints, type TextPage } from '../paging.ts';
 import type { RoundSummary, TaskState } from '../task.ts';
 import type { StoreDb } from './db.ts';
+import { checked, intact } from './row-sums.ts';
 import type { Row } from './rows.ts';
 
 /** A round without its prompt and result; `unpaged_result` is only ever set on a round written before result pages. */
 const ROUND_SUMMARY_COLUMNS = `task_id, n, state, started_at, ended_at, before, after, error, abandoned, result_chars,
-  result_preview, result AS unpaged_result`;
+  result_preview, result AS unpaged_result, ${intact('rounds')} AS intact`;
+const roundKey = (taskId: string, n: unknown) => () => `${taskId} round ${n}`;
 
 /** A result's preview: its first this many code points, which is all of an answer no longer than that. */
 export const RESULT_PREVIEW_CODE_POINTS = 200;
@@ -70,9 +72,14 @@ export function roundPrompts(
 ): { n: number; text: string; chars: number }[] {
   return (
     db
-      .stmt('SELECT n, substr(prompt, 1, ?) AS text, length(prompt) AS chars FROM rounds WHERE task_id = ? ORDER BY n')
+      .stmt(
+        `SELECT n, substr(prompt, 1, ?) AS text, length(prompt) AS chars, ${intact('rounds', 'rounds', ['prompt'])} AS intact
+           FROM rounds WHERE task_id = ? ORDER BY n`,
+      )
       .all(maxChars, taskId) as Row[]
-  ).map((r) => ({ n: Number(r.n), text: String(r.text), chars: Number(r.chars) }));
+  )
+    .map((r) => checked(r, 'rounds', roundKey(taskId, r.n)))
+    .map((r) => ({ n: Number(r.n), text: String(r.text), chars: Number(r.chars) }));
 }
 
 /**
@@ -83,9 +90,13 @@ export function roundPrompts(
  */
 export function resultSummary(db: StoreDb, taskId: string, n: number): ResultSummary | null {
   const r = db
-    .stmt('SELECT result_chars, result_preview, result AS unpaged_result FROM rounds WHERE task_id = ? AND n = ?')
+    .stmt(
+      `SELECT result_chars, result_preview, result AS unpaged_result, ${intact('rounds')} AS intact
+         FROM rounds WHERE task_id = ? AND n = ?`,
+    )
     .get(taskId, n) as Row | undefined;
   if (!r) return null;
+  checked(r, 'rounds', roundKey(taskId, n));
   if (r.result_chars != null) return summary(Number(r.result_chars), String(r.result_preview ?? ''));
   if (r.unpaged_result == null) return null;
   const unpaged = String(r.unpaged_result);
@@ -95,8 +106,11 @@ export function resultSummary(db: StoreDb, taskId: string, n: number): ResultSum
 /** A page of a round's result, read from the one or two stored pages it spans, whatever the result's size. */
 export function resultPage(db: StoreDb, taskId: string, n: number, offset: number, pageSize: number): TextPage {
   const meta = db
-    .stmt('SELECT result_chars, result AS unpaged FROM rounds WHERE task_id = ? AND n = ?')
+    .stmt(
+      `SELECT result_chars, result AS unpaged, ${intact('rounds')} AS intact FROM rounds WHERE task_id = ? AND n = ?`,
+    )
     .get(taskId, n) as Row | undefined;
+  if (meta) checked(meta, 'rounds', roundKey(taskId, n));
   if (meta?.result_chars == null) {
     return pageText(meta?.unpaged == null ? '' : String(meta.unpaged), offset, pageSize);
   }
@@ -109,10 +123,13 @@ export function resultPage(db: StoreDb, taskId: string, n: number, offset: numbe
     end > start
       ? (
           db
-            .stmt('SELECT text FROM result_pages WHERE task_id = ? AND n = ? AND page BETWEEN ? AND ? ORDER BY page')
+            .stmt(
+              `SELECT page, text, ${intact('result_pages')} AS intact
+                 FROM result_pages WHERE task_id = ? AND n = ? AND page BETWEEN ? AND ? ORDER BY page`,
+            )
             .all(taskId, n, first, last) as Row[]
         )
-          .map((r) => String(r.text))
+          .map((r) => String(checked(r, 'result_pages', () => `${taskId} round ${n} page ${r.page}`).text))
           .join('')
       : '';
   // Every stored page but the result's last holds RESULT_PAGE_CODE_POINTS code points, so their count is known and
@@ -156,6 +173,7 @@ export function updateRound(db: StoreDb, taskId: string, n: number, patch: Parti
 }
 
 function toRoundSummary(r: Row): RoundSummary {
+  checked(r, 'rounds', roundKey(String(r.task_id), r.n));
   const json = (v: SQLInputValue | undefined) => (v === null || v === undefined ? null : JSON.parse(String(v)));
   const unpaged = r.unpaged_result == null ? null : String(r.unpaged_result);
   return {

@@ -1,4 +1,5 @@
 // The store's schema: one migration per step, applied in order and counted in PRAGMA user_version.
+import { rowSumMigration } from './row-sums.ts';
 
 export const MIGRATIONS: string[] = [
   `CREATE TABLE tasks (
@@ -53,4 +54,6 @@ export const MIGRATIONS: string[] = [
    UPDATE events SET chars = length(json_extract(data, '$.text')) WHERE json_type(data, '$.text') = 'text';
    UPDATE events SET text = json_extract(data, '$.text'), data = json_remove(data, '$.text')
      WHERE json_extract(data, '$.kind') = 'message' AND json_type(data, '$.text') = 'text';`,
+  // A checksum on every row (row-sums.ts), kept by triggers, computed here for the rows already stored.
+  rowSumMigration(),
 ];

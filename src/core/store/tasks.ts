@@ -2,11 +2,14 @@
 // by state. A task's commentary and rounds live in tables of their own (commentary.ts, rounds.ts).
 import type { Isolation, TaskRow, TaskState } from '../task.ts';
 import type { StoreDb } from './db.ts';
+import { checked, intact } from './row-sums.ts';
 import { firstRows, type Row } from './rows.ts';
 
 /** The task columns a TaskRow is built from: never the commentary, which lives in its own table. */
 const TASK_COLUMNS =
   'id, caller, agent, cwd, workdir, isolation, model, effort, state, session_id, rounds, created_at, updated_at, error, last_seq';
+/** The same with whether the row matches its checksum: every read that serves a task checks it (toTask). */
+const CHECKED_TASK_COLUMNS = `${TASK_COLUMNS}, ${intact('tasks')} AS intact`;
 
 export interface NewTask {
   id: string;
@@ -30,7 +33,7 @@ export function insertTask(db: StoreDb, t: NewTask): void {
 }
 
 export function getTask(db: StoreDb, id: string): TaskRow | undefined {
-  const r = db.stmt(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ?`).get(id) as Row | undefined;
+  const r = db.stmt(`SELECT ${CHECKED_TASK_COLUMNS} FROM tasks WHERE id = ?`).get(id) as Row | undefined;
   return r ? toTask(r) : undefined;
 }
 
@@ -47,7 +50,7 @@ export function setWorkdir(db: StoreDb, id: string, workdir: string): void {
 }
 
 export function tasksInStates(db: StoreDb, states: TaskState[]): TaskRow[] {
-  const q = `SELECT ${TASK_COLUMNS} FROM tasks WHERE state IN (${states.map(() => '?').join(',')}) ORDER BY list_order`;
+  const q = `SELECT ${CHECKED_TASK_COLUMNS} FROM tasks WHERE state IN (${states.map(() => '?').join(',')}) ORDER BY list_order`;
   return (db.stmt(q).all(...states) as Row[]).map(toTask);
 }
 
@@ -67,7 +70,7 @@ export function listTasks(
     ...(caller === null ? [] : ['caller = ?']),
     ...(from === null ? [] : [newest ? 'list_order < ?' : 'list_order > ?']),
   ];
-  const q = `SELECT ${TASK_COLUMNS}, list_order FROM tasks${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY list_order${newest ? ' DESC' : ''}`;
+  const q = `SELECT ${CHECKED_TASK_COLUMNS}, list_order FROM tasks${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY list_order${newest ? ' DESC' : ''}`;
   const params = [...(caller === null ? [] : [caller]), ...(from === null ? [] : [from])];
   const rows = firstRows(db.stmt(q).iterate(...params) as Iterable<Row>, limit);
   return { tasks: rows.map(toTask), orders: rows.map((r) => Number(r.list_order)) };
@@ -75,8 +78,12 @@ export function listTasks(
 
 /** The list position of task `id` if `caller` may list it (any caller for null), for resolving a list cursor. */
 export function listOrderOf(db: StoreDb, caller: string | null, id: string): number | undefined {
-  const r = db.stmt('SELECT caller, list_order FROM tasks WHERE id = ?').get(id) as Row | undefined;
-  if (!r || (caller !== null && r.caller !== caller)) return undefined;
+  const r = db.stmt(`SELECT caller, list_order, ${intact('tasks')} AS intact FROM tasks WHERE id = ?`).get(id) as
+    | Row
+    | undefined;
+  if (!r) return undefined;
+  checked(r, 'tasks', () => id);
+  if (caller !== null && r.caller !== caller) return undefined;
   return Number(r.list_order);
 }
 
@@ -96,19 +103,20 @@ export function overviewTasks(
     .stmt(
       // Newest first through the list_order index; the prompt start is read per row the scan reaches, so an unfiltered
       // page reads about `limit` rows however many tasks there are.
-      `SELECT ${TASK_COLUMNS}, list_order,
-         (SELECT substr(prompt, 1, ?) FROM rounds r WHERE r.task_id = tasks.id AND r.n = 1) AS prompt_start
+      `SELECT ${CHECKED_TASK_COLUMNS}, list_order,
+         (SELECT substr(prompt, 1, ?) FROM rounds r WHERE r.task_id = tasks.id AND r.n = 1) AS prompt_start,
+         (SELECT ${intact('rounds', 'r', ['prompt'])} FROM rounds r WHERE r.task_id = tasks.id AND r.n = 1) AS prompt_intact
        FROM tasks
        WHERE list_order < ? AND (? = '' OR instr(lower(id || ' ' || caller || ' ' || agent || ' ' || state || ' ' ||
          cwd || ' ' || coalesce(prompt_start, '')), ?) > 0)
        ORDER BY list_order DESC`,
     )
     .iterate(promptChars, beforeOrder, filter, filter) as Iterable<Row>;
-  return firstRows(rows, limit).map((r) => ({
-    task: toTask(r),
-    order: Number(r.list_order),
-    promptStart: String(r.prompt_start ?? ''),
-  }));
+  return firstRows(rows, limit).map((r) => {
+    // The prompt start is served too: its round's row is checked with the whole prompt (no round yet: null).
+    if (r.prompt_intact !== null) checked({ intact: r.prompt_intact }, 'rounds', () => `${r.id} round 1`);
+    return { task: toTask(r), order: Number(r.list_order), promptStart: String(r.prompt_start ?? '') };
+  });
 }
 
 /** How many tasks are in each state. */
@@ -121,6 +129,7 @@ export function taskStats(db: StoreDb): Record<TaskState, number> {
 }
 
 function toTask(r: Row): TaskRow {
+  checked(r, 'tasks', () => String(r.id));
   return {
     id: String(r.id),
     caller: String(r.caller),

@@ -1,6 +1,7 @@
 // Worker process groups: each running agent's group, kept so a hub that restarts after a crash can end what the
 // previous one left running (core/recovery.ts).
 import type { StoreDb } from './db.ts';
+import { checked, intact } from './row-sums.ts';
 import type { Row } from './rows.ts';
 
 export interface WorkerRecord {
@@ -27,11 +28,16 @@ export function removeWorkersOfTask(db: StoreDb, taskId: string): void {
 }
 
 export function workersOfTask(db: StoreDb, taskId: string): number[] {
-  return (db.stmt('SELECT pgid FROM workers WHERE task_id = ?').all(taskId) as Row[]).map((r) => Number(r.pgid));
+  return (
+    db.stmt(`SELECT pgid, ${intact('workers')} AS intact FROM workers WHERE task_id = ?`).all(taskId) as Row[]
+  ).map((r) => Number(checked(r, 'workers', () => `pgid ${r.pgid}`).pgid));
 }
 
 export function workers(db: StoreDb): WorkerRecord[] {
-  return (db.stmt('SELECT * FROM workers').all() as Row[]).map((r) => ({
+  const rows = (db.stmt(`SELECT *, ${intact('workers')} AS intact FROM workers`).all() as Row[]).map((r) =>
+    checked(r, 'workers', () => `pgid ${r.pgid}`),
+  );
+  return rows.map((r) => ({
     pgid: Number(r.pgid),
     taskId: String(r.task_id),
     leaderStart: r.leader_start === null ? null : String(r.leader_start),
