@@ -378,9 +378,10 @@ export function restoreStore(stateDir: string, name: string, force = false): Res
   else {
     const c = verdict.contents;
     if (storeSchema !== null && c.schema !== storeSchema) {
-      objections.push(`the copy has schema version ${c.schema}, the store ${storeSchema}`);
-    } else if (storeSchema === null && c.schema > SCHEMA_VERSION) {
-      objections.push(`the copy has schema version ${c.schema}, newer than this baton's (${SCHEMA_VERSION})`);
+      objections.push(
+        `the copy has schema version ${c.schema}, the store ${storeSchema}` +
+          (c.schema < storeSchema ? ' (an older copy is brought up to date when the store opens)' : ''),
+      );
     }
     if (c.tasks < held || !c.holdsWanted) {
       objections.push(
@@ -403,6 +404,12 @@ export function restoreStore(stateDir: string, name: string, force = false): Res
           ? ` and every change made after ${verdict.contents.newestUpdated}`
           : '')
       : null;
+  if (!verdict.ok && verdict.newerSchema !== undefined) {
+    // Not even --force: this baton would run on tables it does not know.
+    throw new RestoreRefusedError(
+      `not restored: the copy ${from} ${verdict.problem}; restore it with the baton that wrote it`,
+    );
+  }
   if (objections.length && !force) {
     throw new RestoreRefusedError(
       `not restored: ${objections.join('; ')}.${lost ? ` ${lost[0]!.toUpperCase()}${lost.slice(1)}.` : ''} ` +

@@ -170,6 +170,12 @@ test('restore refuses an empty, foreign, other-schema or older copy unless force
   o.exec('PRAGMA user_version = 3');
   o.close();
 
+  const newer = join(dir, 'newer-schema.db');
+  copyFileSync(older, newer);
+  const w = new DatabaseSync(newer);
+  w.exec('PRAGMA user_version = 99');
+  w.close();
+
   // The store moves on: three more tasks after the copy was taken.
   const store = new Store(join(stateDir, 'baton.db'));
   addTasks(store, 3);
@@ -192,6 +198,12 @@ test('restore refuses an empty, foreign, other-schema or older copy unless force
   refused(
     older,
     /older than the store: it holds 2 task\(s\) and not the store's last task t-4, the store held 5.*the copy holds 2 task\(s\).*loses 3 task\(s\) and every change made after/,
+  );
+
+  // A copy from a later baton is refused even with --force: this baton cannot read its tables.
+  assert.throws(
+    () => restoreStore(stateDir, newer, true),
+    /schema version 99, newer than this baton's .*the baton that wrote it/,
   );
 
   // Nothing was touched by the refusals.

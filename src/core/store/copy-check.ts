@@ -25,7 +25,10 @@ export interface StoreContents {
   holdsWanted: boolean;
 }
 
-export type CopyVerdict = { ok: true; contents: StoreContents } | { ok: false; problem: string };
+export type CopyVerdict =
+  | { ok: true; contents: StoreContents }
+  /** `newerSchema`: a baton store written by a later baton, which this one cannot read. */
+  | { ok: false; problem: string; newerSchema?: number };
 
 function head(path: string, bytes: number): Buffer {
   const fd = openSync(path, 'r');
@@ -124,6 +127,7 @@ export function inspectCopy(path: string, full = true, wanted: string | null = n
       return {
         ok: false,
         problem: `has schema version ${contents.schema}, newer than this baton's (${SCHEMA_VERSION})`,
+        newerSchema: contents.schema,
       };
     }
     return { ok: true, contents };
