@@ -112,6 +112,7 @@ async function connect(client: ClientName, scope: Scope, opts: ConnectOptions, c
     } else out(`edited ${o.step.path}: ${o.step.why}`);
   }
   for (const n of notes) out(`note: ${n}`);
+  out(`check it: \`baton doctor\` (${info.label} registered, its token set here, the hub answering)`);
 }
 
 interface DisconnectOptions {

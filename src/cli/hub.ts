@@ -90,7 +90,7 @@ export function registerHubCommands(program: Command): void {
   program
     .command('doctor')
     .description(
-      'Check each configured agent: binary, version, login, and a real session where that costs no inference.',
+      'Check each configured agent (binary, version, login, a real session where that costs no inference) and each connected client (registered, token set, hub answering).',
     )
     .action(async () => {
       const cfg = await config();
@@ -126,7 +126,12 @@ export function registerHubCommands(program: Command): void {
       const failed = rows.filter((r) => rowStatus(r) === 'FAIL').length;
       const usable = rows.filter((r) => rowStatus(r) === 'ok').length;
       if (failed) out(`${failed} agent(s) FAIL: install them or remove them from the config (${cfg.path})`);
-      process.exitCode = failed || !usable ? 1 : 0;
+      const { checkClients } = await import('./doctor-clients.ts');
+      const clients = await checkClients(cfg, process.env, process.cwd());
+      out('clients:');
+      if (!clients.length) out('  none connected here: `baton connect claude|codex|gemini|opencode`');
+      for (const c of clients) out(`  ${c.line}`);
+      process.exitCode = failed || !usable || clients.some((c) => !c.ok) ? 1 : 0;
     });
 
   program

@@ -21,7 +21,9 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ConnectError, type Plan, runPlan } from '../../src/faces/hub/clients.ts';
 import { NODE_CACHE_ENV, REPO_ROOT } from '../support/bins.ts';
 import { batonConnect, CLIENT_TOKENS, clientPath, run } from '../support/connect.ts';
-import { writeHubConfig } from '../support/hub.ts';
+import { CONTROL_TOKEN, writeHubConfig } from '../support/hub.ts';
+import { portForLater } from '../support/ports.ts';
+import { SCRIPTED_ACP_AGENT } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 
 const PORT = 43_299;
@@ -592,4 +594,95 @@ test('disconnect --all: every client and every baton entry (the hub and the stdi
   const again = await disconnectCmd(s, ['--all'], { env });
   assert.equal(again.code, 0, again.stderr);
   assert.equal(again.stdout.match(/nothing to remove/g)?.length, 4, again.stdout);
+});
+
+test('doctor checks each connected client: registered where, its token variable set, the hub answering with it; one fix each', async (t) => {
+  const s = setup(t);
+  const port = await portForLater();
+  const config = JSON.parse(readFileSync(s.configPath, 'utf8'));
+  config.listen.port = port;
+  config.agents = { scripted: { kind: 'acp', command: [process.execPath, SCRIPTED_ACP_AGENT] } };
+  writeFileSync(s.configPath, JSON.stringify(config));
+  const env = { ...s.env, CODEX_HOME: join(s.dir, 'codex-home') };
+  mkdirSync(env.CODEX_HOME);
+  for (const args of [['claude'], ['codex'], ['gemini', '--scope', 'project'], ['opencode']]) {
+    const c = await s.connect(args, { env });
+    assert.equal(c.code, 0, c.stderr);
+    assert.ok(c.stdout.endsWith('the hub answering)\n'), c.stdout);
+    assert.match(c.stdout, /\ncheck it: `baton doctor` \(/);
+  }
+  const tokens = join(dirname(s.configPath), 'connections', 'tokens.env');
+  const doctor = (extra: NodeJS.ProcessEnv = {}) =>
+    run([process.execPath, join(REPO_ROOT, 'bin', 'baton.js'), '--config', s.configPath, 'doctor'], {
+      env: { ...env, ...extra },
+      cwd: s.project,
+    });
+  const clientLines = (stdout: string) => stdout.split('\nclients:\n')[1]!.trimEnd().split('\n');
+  const names = ['claude', 'codex', 'gemini', 'opencode'] as const;
+  const scopes = { claude: 'user', codex: 'user', gemini: 'project', opencode: 'user' };
+
+  // No token variable in this environment: each client would start without baton's tools.
+  const noTokens = await doctor();
+  assert.equal(noTokens.code, 1);
+  const lines = clientLines(noTokens.stdout);
+  assert.equal(lines.length, 4, noTokens.stdout);
+  for (const [i, c] of names.entries()) {
+    assert.match(lines[i]!, new RegExp(`^ {2}FAIL {2}${c} \\(${scopes[c]} scope, /`));
+    assert.ok(
+      lines[i]!.endsWith(
+        `$BATON_TOKEN_${c.toUpperCase()} is not set in this environment, so ${c} starts without baton's tools; fix: \`source ${tokens}\` in the shell that starts ${c} (or add that line to its profile)`,
+      ),
+      lines[i],
+    );
+  }
+
+  // The variables set, no hub running.
+  const tokenEnv = Object.fromEntries(names.map((c) => [`BATON_TOKEN_${c.toUpperCase()}`, CLIENT_TOKENS[c]]));
+  const down = await doctor(tokenEnv);
+  assert.equal(down.code, 1);
+  for (const [i, c] of names.entries())
+    assert.ok(
+      clientLines(down.stdout)[i]!.endsWith(
+        `the hub is not answering at http://127.0.0.1:${port}/mcp/${c}; fix: \`baton start\``,
+      ),
+      down.stdout,
+    );
+
+  const started = await run([process.execPath, join(REPO_ROOT, 'bin', 'baton.js'), '--config', s.configPath, 'start'], {
+    env,
+    cwd: s.project,
+  });
+  // The temp dir (and the config in it) is gone by the time later hooks run: stop over the control endpoint.
+  t.after(() =>
+    fetch(`http://127.0.0.1:${port}/control/stop?force=1`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${CONTROL_TOKEN}` },
+    }).catch(() => {}),
+  );
+  assert.equal(started.code, 0, started.stderr);
+  const up = await doctor(tokenEnv);
+  assert.equal(up.code, 0, up.stdout);
+  for (const [i, c] of names.entries())
+    assert.match(
+      clientLines(up.stdout)[i]!,
+      new RegExp(
+        `^ {2}ok {4}${c} .*: \\$BATON_TOKEN_${c.toUpperCase()} is set and the hub answers http://127\\.0\\.0\\.1:${port}/mcp/${c} with it$`,
+      ),
+    );
+
+  // Another hub's token in the variable.
+  const wrong = await doctor({ ...tokenEnv, BATON_TOKEN_CLAUDE: CLIENT_TOKENS.codex });
+  assert.equal(wrong.code, 1);
+  assert.ok(
+    clientLines(wrong.stdout)[0]!.endsWith(
+      `the hub at http://127.0.0.1:${port}/mcp/claude refused the token in $BATON_TOKEN_CLAUDE (not this hub's token for "claude"); fix: \`source ${tokens}\` again in the shell that starts claude`,
+    ),
+    wrong.stdout,
+  );
+  assert.ok(!wrong.stdout.includes(CLIENT_TOKENS.codex), 'no token printed');
+  const stopped = await run([process.execPath, join(REPO_ROOT, 'bin', 'baton.js'), '--config', s.configPath, 'stop'], {
+    env,
+    cwd: s.project,
+  });
+  assert.equal(stopped.stdout, 'stopped\n');
 });
