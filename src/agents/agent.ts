@@ -90,7 +90,8 @@ export type AgentEvent =
   /** Tool lifecycle without arguments, outputs or paths. */
   | { kind: 'tool'; phase: 'start' | 'end'; family: ToolFamily; ok?: boolean }
   | { kind: 'permission'; decision: 'denied' | 'allowed'; what: string }
-  | { kind: 'usage'; inputTokens?: number; outputTokens?: number; costUsd?: number }
+  /** Token counts and cost of this report; `sessionCostUsd` is a session's cumulative cost where that is what is reported. */
+  | { kind: 'usage'; inputTokens?: number; outputTokens?: number; costUsd?: number; sessionCostUsd?: number }
   /** Text of the turn's final answer; several events are concatenated in order. */
   | { kind: 'message'; text: string }
   /**

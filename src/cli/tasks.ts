@@ -4,6 +4,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { ResultView, StatusView, TaskView, WaitView } from '../core/engine.ts';
 import { isTerminal, type TaskEvent } from '../core/task.ts';
+import { type UsageTotals, usageText } from '../core/usage.ts';
 import { eventText, gitChanges, gitLine, gitStatusWord } from '../faces/hub/ui/format.ts';
 import { redactError } from '../lib/redact.ts';
 import { stripTerminalControls } from '../lib/text.ts';
@@ -91,7 +92,7 @@ export function registerTasksCommand(program: Command): void {
       // The target column shows once a listed task ran anywhere but the default `local`.
       const targets = rows.some((t) => (t.target ?? 'local') !== 'local');
       table(
-        ['TASK', 'CALLER', 'AGENT', ...(targets ? ['TARGET'] : []), 'STATE', 'ROUND', 'UPDATED'],
+        ['TASK', 'CALLER', 'AGENT', ...(targets ? ['TARGET'] : []), 'STATE', 'ROUND', 'USAGE', 'UPDATED'],
         rows.map((t) => [
           t.taskId,
           t.caller,
@@ -99,6 +100,7 @@ export function registerTasksCommand(program: Command): void {
           ...(targets ? [t.target ?? 'local'] : []),
           t.state,
           String(t.round),
+          usageText(t.usage),
           localTime(t.updatedAt),
         ]),
       );
@@ -135,11 +137,14 @@ export function registerTasksCommand(program: Command): void {
         ['created', localTime(status.createdAt)],
         ['updated', localTime(status.updatedAt)],
         ['error', status.error],
+        ['queue', status.queue ? `position ${status.queue.position}: ${status.queue.why}` : null],
+        ['usage', status.usage ? usageText(status.usage) : null],
         ['result', status.result?.chars ? `${status.result.chars} characters: ${status.result.preview}` : null],
       ];
       for (const [k, v] of facts) if (v !== null && v !== undefined && v !== '') out(`${`${k}:`.padEnd(11)}${v}`);
       for (const r of status.rounds) {
         out(`round ${r.n}: ${r.state}${r.abandoned ? ' (abandoned)' : ''}${r.error ? ` — ${r.error}` : ''}`);
+        if (r.usage) out(`  usage: ${usageText(r.usage)}`);
         out(`  git before: ${gitLine(r.gitBefore)}`);
         if (r.gitAfter) out(`  git after:  ${gitLine(r.gitAfter)}`);
         for (const c of gitChanges(r.gitBefore, r.gitAfter))
@@ -235,6 +240,27 @@ export function registerTasksCommand(program: Command): void {
         isTerminal(t.state)
           ? `task ${t.taskId} is ${t.state}`
           : `cancel requested for ${t.taskId} (round ${t.round}); \`baton tasks tail ${t.taskId}\` shows the end`,
+      );
+    });
+
+  tasks
+    .command('usage')
+    .description('Tokens and cost the agents reported, per caller and agent, over UTC days (default: today).')
+    .option('--from <day>', 'first UTC day, YYYY-MM-DD')
+    .option('--to <day>', 'last UTC day, YYYY-MM-DD')
+    .option('--caller <name>', 'only this caller')
+    .option('--json', 'print {from, to, totals: [{caller, agent, usage}]}')
+    .action(async (opts: { from?: string; to?: string; caller?: string; json?: boolean }) => {
+      const cfg = await config();
+      const q = new URLSearchParams();
+      for (const k of ['from', 'to', 'caller'] as const) if (opts[k] !== undefined) q.set(k, opts[k]);
+      const u = await request<UsageTotals>(cfg, 'GET', `/control/usage?${q}`);
+      if (opts.json) return json(u);
+      out(u.from === u.to ? `usage on ${u.from} (UTC):` : `usage from ${u.from} to ${u.to} (UTC):`);
+      if (!u.totals.length) return out('none reported');
+      table(
+        ['CALLER', 'AGENT', 'USAGE'],
+        u.totals.map((x) => [x.caller, x.agent, usageText(x.usage)]),
       );
     });
 }

@@ -25,12 +25,13 @@ import { SnapshotRunners } from './snapshot-runners.ts';
 import { isDiskFull, type Store } from './store.ts';
 import { assertTransition, type Isolation, isTerminal, type NewTaskEvent, type TaskRow } from './task.ts';
 import { MESSAGE_EVENT_CODE_POINTS, type RoundEnd, settledLength, TaskLog } from './task-log.ts';
+import { RoundUsage, type UsageTotals, usagePeriod, utcDay } from './usage.ts';
 import {
   type AgentsView,
   type FanInView,
   type ListView,
   type ResultView,
-  roundView,
+  roundViews,
   type StatusView,
   type TaskView,
   taskView,
@@ -168,6 +169,8 @@ interface ActiveRound {
   text: string;
   /** The round's prompt as admitted (and stored), sent to the agent when the round starts. */
   prompt: string;
+  /** What the agent reported of tokens and cost this round, once it runs (rule: usage-budgets). */
+  usage?: RoundUsage;
 }
 
 const now = () => new Date().toISOString();
@@ -386,7 +389,7 @@ export class Engine {
     );
     return {
       ...this.readerView(caller, task),
-      rounds: this.store.roundSummaries(task.id).map(roundView),
+      rounds: roundViews(this.store, task.id),
       events,
       nextCursor: events.length ? events[events.length - 1]!.seq : after,
       hasMore,
@@ -752,7 +755,10 @@ export class Engine {
         return entry.session.turn(entry.prompt, { signal: roundSignal });
       },
       // Agent-supplied text is redacted once, here, before it is stored: every reader then sees the same safe copy.
-      onEvent: (ev) => this.log.recordEvent(taskId, n, redactDeep(ev) as typeof ev),
+      onEvent: (ev) => {
+        if (ev.kind === 'usage') this.recordUsage(task, n, entry, ev);
+        this.log.recordEvent(taskId, n, redactDeep(ev) as typeof ev);
+      },
       // Streamed answer text: live `message` events (redacted when written) and the partial result.
       onMessage: (text) => {
         entry.text += text;
@@ -812,6 +818,25 @@ export class Engine {
     // A turn that never started cannot be abandoned; one that ended without the agent's acknowledgement is.
     const abandoned = entry.session ? !acknowledged : false;
     return { state: 'cancelled', error: `cancelled by the ${entry.cancelledBy ?? 'caller'}`, after, abandoned };
+  }
+
+  /** Adds a usage report to the round's, the task's and the caller's day's sums (rule: usage-budgets). */
+  private recordUsage(task: TaskRow, n: number, entry: ActiveRound, report: Parameters<RoundUsage['add']>[0]): void {
+    entry.usage ??= new RoundUsage(this.store.taskUsage(task.id)?.costUsd ?? 0);
+    const added = entry.usage.add(report);
+    if (!added) return;
+    const at = { taskId: task.id, n, caller: task.caller, agent: task.agent, day: utcDay(now()) };
+    this.store.tx(() => this.store.addUsage(at, { ...added, reports: 1 }));
+  }
+
+  /**
+   * Sums per caller and agent over the UTC days `from`..`to` (YYYY-MM-DD, each defaulting to today), every caller's
+   * for the operator or one caller's (rule: usage-budgets).
+   */
+  usageTotals(reader: Reader, from?: string, to?: string): UsageTotals {
+    const period = usagePeriod(from, to, utcDay(now()));
+    if (typeof period === 'string') throw new InvalidArgumentError(period);
+    return { ...period, totals: this.store.usageTotals(period.from, period.to, reader ?? undefined) };
   }
 
   private async closeSession(taskId: string, session: AgentSession | undefined): Promise<void> {

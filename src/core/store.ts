@@ -9,8 +9,10 @@ import * as idempotency from './store/idempotency.ts';
 import * as sessions from './store/mcp-sessions.ts';
 import * as rounds from './store/rounds.ts';
 import * as tasks from './store/tasks.ts';
+import * as usage from './store/usage.ts';
 import * as workers from './store/workers.ts';
 import type { NewTaskEvent, RoundSummary, TaskEvent, TaskRow, TaskState } from './task.ts';
+import type { Usage } from './usage.ts';
 
 export type { JoinedWrite } from './store/db.ts';
 export { isDiskFull, StoreFullError } from './store/errors.ts';
@@ -107,6 +109,25 @@ export class Store extends StoreDb {
 
   updateRound(taskId: string, n: number, patch: Partial<rounds.RoundPatch>): void {
     rounds.updateRound(this, taskId, n, patch);
+  }
+
+  // ---- usage
+
+  addUsage(at: Parameters<typeof usage.addUsage>[1], u: Usage): void {
+    usage.addUsage(this, at, u);
+  }
+
+  roundUsages(taskId: string): Map<number, Usage & { agent: string }> {
+    return usage.roundUsages(this, taskId);
+  }
+
+  taskUsage(taskId: string): Usage | undefined {
+    return usage.taskUsage(this, taskId);
+  }
+
+  /** See usage.usageTotals. */
+  usageTotals(from: string, to: string, caller?: string): { caller: string; agent: string; usage: Usage }[] {
+    return usage.usageTotals(this, from, to, caller);
   }
 
   // ---- events

@@ -90,7 +90,7 @@ export type TaskEventBody =
   | { kind: 'commentary'; text: string }
   | { kind: 'tool'; phase: 'start' | 'end'; family: ToolFamily; ok?: boolean }
   | { kind: 'permission'; decision: 'denied' | 'allowed'; what: string }
-  | { kind: 'usage'; inputTokens?: number; outputTokens?: number; costUsd?: number }
+  | { kind: 'usage'; inputTokens?: number; outputTokens?: number; costUsd?: number; sessionCostUsd?: number }
   | { kind: 'error'; message: string }
   /**
    * Streamed answer text (rule: live-text). A page read without message text (a status glance, rule: event-pages)

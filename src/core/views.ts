@@ -1,8 +1,10 @@
 // What the engine shows of a task: the shapes callers, the control endpoint and the dashboard read, built from store
 // rows. Nothing here changes state.
 import type { AgentProbe } from '../agents/agent.ts';
+import type { QueueWait } from './locks.ts';
 import type { ResultSummary, Store } from './store.ts';
 import { type Isolation, isTerminal, type RoundSummary, type TaskEvent, type TaskRow } from './task.ts';
+import type { Usage } from './usage.ts';
 
 export interface TaskView {
   taskId: string;
@@ -19,6 +21,10 @@ export interface TaskView {
   result: ResultSummary | null;
   /** The execution target the task's agent runs on. */
   target?: string;
+  /** Tokens and cost its agent reported over all rounds, the running one included; absent before any report. */
+  usage?: Usage & { agent: string };
+  /** A queued round's place in the admission queue and why it waits (rule: run-caps). */
+  queue?: QueueWait;
   [k: string]: unknown;
 }
 
@@ -78,13 +84,23 @@ export interface ListView {
   [k: string]: unknown;
 }
 
-export type RoundView = ReturnType<typeof roundView>;
+export type RoundView = ReturnType<typeof roundView> & { usage?: Usage & { agent: string } };
+
+/** A task's rounds as a status shows them, each with the usage its agent reported (rule: usage-budgets). */
+export function roundViews(store: Store, taskId: string): RoundView[] {
+  const usages = store.roundUsages(taskId);
+  return store.roundSummaries(taskId).map((r) => {
+    const usage = usages.get(r.n);
+    return usage ? { ...roundView(r), usage } : roundView(r);
+  });
+}
 
 /** A task as its caller sees it: state, the latest round's result length and a short preview (whole when short). */
 export function taskView(store: Store, task: TaskRow): TaskView {
   // Length and preview were stored with the result, so this costs the same for a 10 MiB answer as for a short one.
   // A round's result is written only with its end, so a queued or running task's latest round has none: no read.
   const result = isTerminal(task.state) ? store.resultSummary(task.id, task.rounds) : null;
+  const usage = store.taskUsage(task.id);
   return {
     taskId: task.id,
     agent: task.agent,
@@ -98,6 +114,7 @@ export function taskView(store: Store, task: TaskRow): TaskView {
     updatedAt: task.updatedAt,
     error: task.error,
     result,
+    ...(usage ? { usage: { agent: task.agent, ...usage } } : {}),
   };
 }
 

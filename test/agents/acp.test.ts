@@ -115,7 +115,7 @@ describe('ACP adapter with the scripted test agent', () => {
     );
     assert.deepEqual(
       events.filter((e) => e.kind === 'usage'),
-      [{ kind: 'usage', costUsd: 0.25 }],
+      [{ kind: 'usage', sessionCostUsd: 0.25 }],
     );
     const wire = JSON.stringify(events);
     for (const hidden of ['HIDDEN-REASONING', 'SECRET-TOOL-OUTPUT', '/very/secret/path', 'cat '])

@@ -86,8 +86,9 @@ export function mapSessionUpdate(update: SessionUpdate, tools: ToolCallTracker):
       const text = active && statusLine(active.content);
       return text ? [{ kind: 'status', text }] : [];
     }
+    // ACP reports the session's cumulative cost: the engine counts a round's rise of it.
     case 'usage_update':
-      return update.cost?.currency === 'USD' ? [{ kind: 'usage', costUsd: update.cost.amount }] : [];
+      return update.cost?.currency === 'USD' ? [{ kind: 'usage', sessionCostUsd: update.cost.amount }] : [];
     // Hidden reasoning, replayed user text, editor chrome (commands, modes, config), compaction and notices: not surfaced.
     default:
       return [];

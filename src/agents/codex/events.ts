@@ -112,7 +112,10 @@ export function applyTurnNotification(active: ActiveTurn, method: string, p: Rec
       return;
     }
     case 'thread/tokenUsage/updated': {
-      const last = (p as unknown as ThreadTokenUsageUpdatedNotification).tokenUsage?.last;
+      const n = p as unknown as ThreadTokenUsageUpdatedNotification;
+      // Only this turn's model calls count: a resumed thread reports the usage it had restored, under an earlier turn.
+      if (!active.turnId || n.turnId !== active.turnId) return;
+      const last = n.tokenUsage?.last;
       if (last) {
         active.inputTokens += last.inputTokens;
         active.outputTokens += last.outputTokens;

@@ -57,6 +57,8 @@ export const ROW_SUM_COLUMNS: Record<string, string[]> = {
   idempotency: ['caller', 'key', 'payload_hash', 'task_id', 'round'],
   workers: ['pgid', 'task_id', 'leader_start', 'started_at'],
   mcp_sessions: ['id_hash', 'caller', 'created_at', 'last_seen'],
+  round_usage: ['task_id', 'n', 'agent', 'input_tokens', 'output_tokens', 'cost_usd', 'reports'],
+  usage_days: ['caller', 'agent', 'day', 'input_tokens', 'output_tokens', 'cost_usd', 'reports'],
 };
 
 /** Large columns summed on their own: table → column → its sum column. */
@@ -105,12 +107,14 @@ function sumAssignments(table: string, prefix: string): string {
 }
 
 /**
- * The migration that adds the sums: the columns, the triggers that keep them on every insert and update, and the
- * sums of the rows already there.
+ * The migration that adds the sums to `tables`: the columns, the triggers that keep them on every insert and update,
+ * and the sums of the rows already there. A migration names its tables, so a table added later gets its sums in its
+ * own migration.
  */
-export function rowSumMigration(): string {
+export function rowSumMigration(tables: readonly string[]): string {
   const out: string[] = [];
-  for (const [table, cols] of Object.entries(ROW_SUM_COLUMNS)) {
+  for (const table of tables) {
+    const cols = ROW_SUM_COLUMNS[table]!;
     for (const sum of Object.values(PART_SUMS[table] ?? {}))
       out.push(`ALTER TABLE ${table} ADD COLUMN ${sum} INTEGER;`);
     out.push(`ALTER TABLE ${table} ADD COLUMN row_sum INTEGER;`);

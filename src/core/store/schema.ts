@@ -55,5 +55,23 @@ export const MIGRATIONS: string[] = [
    UPDATE events SET text = json_extract(data, '$.text'), data = json_remove(data, '$.text')
      WHERE json_extract(data, '$.kind') = 'message' AND json_type(data, '$.text') = 'text';`,
   // A checksum on every row (row-sums.ts), kept by triggers, computed here for the rows already stored.
-  rowSumMigration(),
+  rowSumMigration([
+    'tasks',
+    'rounds',
+    'events',
+    'result_pages',
+    'commentary',
+    'idempotency',
+    'workers',
+    'mcp_sessions',
+  ]),
+  // Usage as agents report it (rule: usage-budgets): summed per round, and per caller, agent and UTC day for the
+  // totals of a period and the daily budgets. A NULL column is one the agent never reported.
+  `CREATE TABLE round_usage (
+     task_id TEXT NOT NULL REFERENCES tasks(id), n INTEGER NOT NULL, agent TEXT NOT NULL, input_tokens INTEGER,
+     output_tokens INTEGER, cost_usd REAL, reports INTEGER NOT NULL, PRIMARY KEY (task_id, n));
+   CREATE TABLE usage_days (
+     caller TEXT NOT NULL, agent TEXT NOT NULL, day TEXT NOT NULL, input_tokens INTEGER, output_tokens INTEGER,
+     cost_usd REAL, reports INTEGER NOT NULL, PRIMARY KEY (caller, day, agent));
+   ${rowSumMigration(['round_usage', 'usage_days'])}`,
 ];

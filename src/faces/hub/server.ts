@@ -368,6 +368,7 @@ export class Hub {
     const path = url.pathname;
     if (path === '/control/tasks' || path.startsWith('/control/tasks/')) return this.controlTasks(req, res, url);
     if (path === '/control/health' && req.method === 'GET') return sendJson(res, 200, this.health());
+    if (path === '/control/usage' && req.method === 'GET') return this.controlUsage(res, url);
     if (path === '/control/stop' && req.method === 'POST') return this.controlStop(res, url);
     return sendJson(res, 404, { error: 'not found' });
   }
@@ -395,6 +396,20 @@ export class Hub {
   }
 
   /** The operator's view of every caller's tasks (rule: tasks-command): list, status, long-poll, result and cancel. */
+  /** Usage per caller and agent over UTC days `from`..`to` (default today), optionally of one `caller`. */
+  private controlUsage(res: ServerResponse, url: URL): void {
+    const q = url.searchParams;
+    try {
+      const caller = q.get('caller') ?? undefined;
+      const totals = this.engine.usageTotals(caller ?? OPERATOR, q.get('from') ?? undefined, q.get('to') ?? undefined);
+      sendJson(res, 200, totals);
+    } catch (err) {
+      const reported = reportable(err);
+      if (!reported) throw err;
+      sendJson(res, httpStatus(reported.code), { error: redactError(reported) });
+    }
+  }
+
   private async controlTasks(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const q = url.searchParams;
     const int = (name: string, fallback: number) => {

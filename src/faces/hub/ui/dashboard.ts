@@ -14,6 +14,7 @@ import {
   type StatusView,
 } from '../../../core/engine.ts';
 import { isTerminal } from '../../../core/task.ts';
+import type { UsageTotals } from '../../../core/usage.ts';
 import type { Logger } from '../../../lib/log.ts';
 import { redactError } from '../../../lib/redact.ts';
 import { httpStatus } from '../../errors.ts';
@@ -93,7 +94,10 @@ export class Dashboard {
     if (path === '/ui' || path === '/ui/rows') {
       const q = (url.searchParams.get('q') ?? '').slice(0, 200);
       const cursor = url.searchParams.get('cursor') ?? undefined;
-      return path === '/ui' ? this.listPage(res, session, q, cursor) : this.listRows(res, q, cursor);
+      if (path === '/ui/rows') return this.listRows(res, q, cursor);
+      const from = url.searchParams.get('from') || undefined;
+      const to = url.searchParams.get('to') || undefined;
+      return this.listPage(res, session, q, cursor, { from, to });
     }
     const m = /^\/ui\/tasks\/([A-Za-z0-9_-]{1,64})(\/events)?$/.exec(path);
     if (!m) return sendHtml(res, 404, notFound('No such page.'));
@@ -162,12 +166,24 @@ export class Dashboard {
     }
   }
 
-  private listPage(res: ServerResponse, session: Session, q: string, cursor: string | undefined) {
+  private listPage(
+    res: ServerResponse,
+    session: Session,
+    q: string,
+    cursor: string | undefined,
+    period: { from?: string; to?: string },
+  ) {
     const list = this.overview(q, cursor);
     if (typeof list === 'string') {
       return sendHtml(res, 400, refusedPage('Tasks', html`${list}. <a href="/ui">Start over</a>`));
     }
-    sendHtml(res, 200, listPage(list, q, cursor, session));
+    let usage: UsageTotals;
+    try {
+      usage = this.opts.engine.usageTotals(OPERATOR, period.from, period.to);
+    } catch (err) {
+      return sendHtml(res, 400, refusedPage('Usage', html`${redactError(err)}. <a href="/ui">Start over</a>`));
+    }
+    sendHtml(res, 200, listPage(list, q, cursor, session, usage));
   }
 
   /** The list's rows alone, for the page's refresh. */

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { OverviewView, ResultView, StatusView } from '../../../core/engine.ts';
 import { isTerminal, type TaskEvent } from '../../../core/task.ts';
+import { type UsageTotals, usageText } from '../../../core/usage.ts';
 import { eventText, type GitSnapshotView, gitChanges, gitLine, gitStatusWord, oneLine } from './format.ts';
 import { html, type SafeHtml, trusted } from './html.ts';
 import type { Rendered } from './respond.ts';
@@ -68,8 +69,14 @@ export function refusedPage(title: string, message: SafeHtml | string): Rendered
 }
 
 /** Every caller's tasks, newest first, with the filter; the list refreshes itself from `/ui/rows`. */
-export function listPage(list: OverviewView, q: string, cursor: string | undefined, session: PageSession): Rendered {
-  const body = html`<h1>Tasks (all callers)</h1>
+export function listPage(
+  list: OverviewView,
+  q: string,
+  cursor: string | undefined,
+  session: PageSession,
+  usage?: UsageTotals,
+): Rendered {
+  const body = html`<h1>Tasks (all callers)</h1>${usage ? usageSection(usage) : ''}
       <form class="filter" method="get" action="/ui"><label>Filter <input type="search" name="q" value="${q}"
         placeholder="id, caller, agent, state, project or prompt"></label> <button>Filter</button>
         ${q && html`<a href="/ui">clear</a>`}</form>
@@ -77,6 +84,21 @@ export function listPage(list: OverviewView, q: string, cursor: string | undefin
       <div id="list" data-refresh="${`/ui/rows?${new URLSearchParams({ q, ...(cursor ? { cursor } : {}) })}`}"
         data-every="${LIST_REFRESH_MS}">${listBody(list, q)}</div>`;
   return page('Tasks', body, { session });
+}
+
+/** Usage per caller and agent over a period of UTC days, with a form to pick another period (rule: usage-budgets). */
+function usageSection(u: UsageTotals): SafeHtml {
+  const rows = u.totals.map(
+    (x) => html`<tr><td>${x.caller}</td><td>${x.agent}</td><td>${usageText(x.usage)}</td></tr>`,
+  );
+  return html`<h2>Usage ${u.from === u.to ? `on ${u.from}` : `from ${u.from} to ${u.to}`} (UTC)</h2>
+    <form class="usage" method="get" action="/ui"><label>from <input type="date" name="from" value="${u.from}"></label>
+      <label>to <input type="date" name="to" value="${u.to}"></label> <button>Show</button></form>
+    ${
+      rows.length
+        ? html`<table id="usage"><thead><tr><th>caller</th><th>agent</th><th>usage</th></tr></thead><tbody>${rows}</tbody></table>`
+        : html`<p class="none">No usage reported.</p>`
+    }`;
 }
 
 /** The list's rows alone, for the page's refresh. */
@@ -149,6 +171,8 @@ function factsList(t: StatusView): SafeHtml {
     ['created', time(t.createdAt)],
     ['updated', time(t.updatedAt)],
     ['error', t.error],
+    ['queue', t.queue ? `position ${t.queue.position}: ${t.queue.why}` : null],
+    ['usage', t.usage ? usageText(t.usage) : null],
   ];
   return html`<dl>${facts
     .filter(([, v]) => v !== null && v !== '')
@@ -176,6 +200,7 @@ function roundSection(r: RoundView, prompt: { text: string; chars: number } | un
     r.endedAt && html`ended ${time(r.endedAt)}`,
     r.resultChars && `result ${r.resultChars} characters`,
     r.error && `error: ${r.error}`,
+    r.usage && `usage ${usageText(r.usage)}`,
   ].filter((f) => f);
   const cut =
     prompt && prompt.chars > [...prompt.text].length
