@@ -25,7 +25,17 @@ import { SnapshotRunners } from './snapshot-runners.ts';
 import { isDiskFull, type Store } from './store.ts';
 import { assertTransition, type Isolation, isTerminal, type NewTaskEvent, type TaskRow } from './task.ts';
 import { MESSAGE_EVENT_CODE_POINTS, type RoundEnd, settledLength, TaskLog } from './task-log.ts';
-import { RoundUsage, type UsageTotals, usagePeriod, utcDay } from './usage.ts';
+import {
+  addUsage,
+  type Budget,
+  dailyRefusal,
+  RoundUsage,
+  roundOverBudget,
+  type Usage,
+  type UsageTotals,
+  usagePeriod,
+  utcDay,
+} from './usage.ts';
 import {
   type AgentsView,
   type FanInView,
@@ -141,6 +151,8 @@ export interface EngineOptions {
   maxRunning?: number;
   /** Rounds running at once per agent, for the agents that set a cap. */
   agentMaxRunning?: Readonly<Record<string, number>>;
+  /** The budgets of a caller (rule: usage-budgets); none unless set. */
+  budgetOf?: (caller: string) => Budget;
 }
 
 export interface RunInput {
@@ -161,6 +173,8 @@ interface ActiveRound {
   cancelRequested: boolean;
   /** Who asked for the cancel: the task's own caller over MCP, or the operator (CLI, dashboard). */
   cancelledBy?: CancelOrigin;
+  /** The per-round budget the round passed, in words, when that is what stopped it (rule: usage-budgets). */
+  overBudget?: string;
   session?: AgentSession;
   done: Promise<void>;
   /** The caller's hard deadline (ms) when it chose one shorter than the operator's. */
@@ -260,6 +274,7 @@ export class Engine {
     });
     const replay = this.replay(caller, input.idempotencyKey, hash);
     if (replay) return this.admitted(replay.id, this.store.synced());
+    this.checkDailyBudget(caller);
     const id = newTaskId();
     const synced = this.store.commitThenSync(() => {
       this.store.insertTask({
@@ -295,6 +310,7 @@ export class Engine {
     });
     const replay = this.replay(caller, input.idempotencyKey, hash);
     if (replay) return this.admitted(replay.id, this.store.synced());
+    this.checkDailyBudget(caller);
     if (!isTerminal(task.state) || this.active.has(task.id)) {
       throw new EngineError(
         'conflict',
@@ -779,7 +795,9 @@ export class Engine {
       });
     }
     const text = redact(r.text);
-    if (entry.cancelRequested || this.shuttingDown) {
+    if (entry.overBudget) {
+      this.finish(taskId, n, { state: 'failed', error: `budget exceeded: ${entry.overBudget}`, after }, text);
+    } else if (entry.cancelRequested || this.shuttingDown) {
       this.finish(taskId, n, this.abortOutcome(entry, r.end, after), text);
     } else if (r.stop === 'too_large') {
       this.finish(taskId, n, { state: 'failed', error: r.error, after });
@@ -827,6 +845,28 @@ export class Engine {
     if (!added) return;
     const at = { taskId: task.id, n, caller: task.caller, agent: task.agent, day: utcDay(now()) };
     this.store.tx(() => this.store.addUsage(at, { ...added, reports: 1 }));
+    const over = roundOverBudget(entry.usage.total, this.opts.budgetOf?.(task.caller) ?? {});
+    if (!over || entry.cancelRequested) return;
+    // Stopped through the cancel path (rule: cancel-then-stop); the round then ends failed naming the budget.
+    entry.cancelRequested = true;
+    entry.overBudget = over;
+    this.store.durableTx(() =>
+      this.store.appendEvent(task.id, { time: now(), round: n, kind: 'cancel_requested', by: 'budget', budget: over }),
+    );
+    this.waiters.wake(task.id);
+    entry.controller.abort(new Error(`budget exceeded: ${over}`));
+  }
+
+  /** Refuses a new round while the caller's usage today has reached a daily budget (rule: usage-budgets). */
+  private checkDailyBudget(caller: string): void {
+    const budget = this.opts.budgetOf?.(caller);
+    if (budget?.maxTokensPerDay === undefined && budget?.maxCostUsdPerDay === undefined) return;
+    const at = now();
+    const today = this.store
+      .usageTotals(utcDay(at), utcDay(at), caller)
+      .reduce((sum, x) => addUsage(sum, x.usage), { reports: 0 } as Usage);
+    const refusal = dailyRefusal(caller, today, budget, at);
+    if (refusal) throw new EngineError('forbidden', refusal);
   }
 
   /**

@@ -82,8 +82,8 @@ export type TaskEventBody =
       /** On `queued`: the caller's own idle timeout, when it chose one. */
       timeoutSeconds?: number;
     }
-  /** A cancel was asked for, by the task's caller or the operator. */
-  | { kind: 'cancel_requested'; by?: 'caller' | 'operator' }
+  /** A cancel was asked for, by the task's caller or the operator, or by a budget the round passed (`budget` says which). */
+  | { kind: 'cancel_requested'; by?: 'caller' | 'operator' | 'budget'; budget?: string }
   /** The agent's own session id became known. */
   | { kind: 'session'; sessionId: string }
   | { kind: 'status'; text: string }

@@ -114,3 +114,39 @@ export function usageText(u: Omit<Usage, 'reports'> | undefined): string {
   ].filter(Boolean);
   return parts.length ? parts.join(' · ') : '-';
 }
+
+/** The budgets that apply to one caller (rule: usage-budgets); a key left out is no budget. */
+export interface Budget {
+  maxTokensPerRound?: number;
+  maxCostUsdPerRound?: number;
+  maxTokensPerDay?: number;
+  maxCostUsdPerDay?: number;
+}
+
+export const BUDGET_KEYS = ['maxTokensPerRound', 'maxCostUsdPerRound', 'maxTokensPerDay', 'maxCostUsdPerDay'] as const;
+
+const tokensOf = (u: Usage): number => (u.inputTokens ?? 0) + (u.outputTokens ?? 0);
+
+/** Which per-round budget a round's usage passed, in words (`maxTokensPerRound (…)`), or undefined. */
+export function roundOverBudget(u: Usage, b: Budget): string | undefined {
+  if (b.maxTokensPerRound !== undefined && tokensOf(u) > b.maxTokensPerRound)
+    return `maxTokensPerRound (${b.maxTokensPerRound} tokens; the round reported ${tokensOf(u)})`;
+  if (b.maxCostUsdPerRound !== undefined && (u.costUsd ?? 0) > b.maxCostUsdPerRound)
+    return `maxCostUsdPerRound ($${b.maxCostUsdPerRound}; the round reported $${u.costUsd})`;
+  return undefined;
+}
+
+/**
+ * Why a caller may start no new round today, or undefined: its usage today (every agent) reached a daily budget. The
+ * budget resets at the next 00:00 UTC.
+ */
+export function dailyRefusal(caller: string, today: Usage, b: Budget, nowIso: string): string | undefined {
+  const reset = new Date(`${utcDay(nowIso)}T00:00:00Z`);
+  reset.setUTCDate(reset.getUTCDate() + 1);
+  const resets = `it resets at ${reset.toISOString().replace('.000Z', 'Z')}`;
+  if (b.maxTokensPerDay !== undefined && tokensOf(today) >= b.maxTokensPerDay)
+    return `daily budget reached: caller "${caller}" used ${tokensOf(today)} of ${b.maxTokensPerDay} tokens today (maxTokensPerDay); ${resets}`;
+  if (b.maxCostUsdPerDay !== undefined && (today.costUsd ?? 0) >= b.maxCostUsdPerDay)
+    return `daily budget reached: caller "${caller}" used $${today.costUsd} of $${b.maxCostUsdPerDay} today (maxCostUsdPerDay); ${resets}`;
+  return undefined;
+}

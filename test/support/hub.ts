@@ -35,7 +35,7 @@ export interface HubSetup {
   agents: Record<string, Record<string, unknown>>;
   /** Execution targets by name (the config's `targets`). */
   targets?: Record<string, Record<string, unknown>>;
-  callers?: Record<string, { token: string; agents?: string[] }>;
+  callers?: Record<string, { token: string; agents?: string[]; limits?: Record<string, number> }>;
   limits?: { idleTimeoutMs?: number; hardTimeoutMs?: number; cancelGraceMs?: number } & Record<string, unknown>;
   /** Listen port (default 0: any free port). */
   port?: number;

@@ -1,10 +1,11 @@
-// The hub config's caps (rule: run-caps): limits.maxRunning and agents.<name>.maxRunning are positive whole numbers,
+// The hub config's caps and budgets (rules: run-caps, usage-budgets): limits.maxRunning, agents.<name>.maxRunning and
+// the budgets are positive numbers (caps and token budgets whole),
 // anything else is refused at load with the key's path; an agent's own keys never reach its kind's strict schema.
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ConfigError, loadConfig } from '../../src/faces/hub/config.ts';
+import { budgetOf, ConfigError, loadConfig } from '../../src/faces/hub/config.ts';
 import { tempDir } from '../support/tmp.ts';
 
 function writer(t: Parameters<typeof tempDir>[0]) {
@@ -62,5 +63,49 @@ test('caps: zero, negative, fractional or non-number caps are refused with their
   assert.throws(
     () => loadConfig(write({ limits: { maxRunning: 0 } })),
     (err: Error) => /limits\.maxRunning: must be a positive number/.test(err.message),
+  );
+});
+
+test('budgets: hub-wide limits, a caller’s own in their place; zero, negative or non-number budgets are refused with their path', (t) => {
+  const write = writer(t);
+  const cfg = loadConfig(
+    write({
+      limits: { maxTokensPerRound: 5000, maxCostUsdPerRound: 0.5, maxCostUsdPerDay: 10 },
+      callers: {
+        alice: { token: 'a'.repeat(40), limits: { maxCostUsdPerRound: 2, maxTokensPerDay: 100000 } },
+        bob: { token: 'b'.repeat(40) },
+      },
+    }),
+  );
+  assert.deepEqual(budgetOf(cfg, 'alice'), {
+    maxTokensPerRound: 5000,
+    maxCostUsdPerRound: 2,
+    maxTokensPerDay: 100000,
+    maxCostUsdPerDay: 10,
+  });
+  assert.deepEqual(budgetOf(cfg, 'bob'), { maxTokensPerRound: 5000, maxCostUsdPerRound: 0.5, maxCostUsdPerDay: 10 });
+  assert.deepEqual(budgetOf(loadConfig(write({})), 'alice'), {}, 'no budget unless set');
+  for (const key of ['maxTokensPerRound', 'maxCostUsdPerRound', 'maxTokensPerDay', 'maxCostUsdPerDay']) {
+    for (const bad of [0, -2, '1']) {
+      assert.throws(
+        () => loadConfig(write({ limits: { [key]: bad } })),
+        (err: Error) => err instanceof ConfigError && new RegExp(`limits\\.${key}: `).test(err.message),
+        `limits.${key} ${JSON.stringify(bad)}`,
+      );
+      assert.throws(
+        () => loadConfig(write({ callers: { alice: { token: 'a'.repeat(40), limits: { [key]: bad } } } })),
+        (err: Error) =>
+          err instanceof ConfigError && new RegExp(`callers\\.alice\\.limits\\.${key}: `).test(err.message),
+        `callers.alice.limits.${key} ${JSON.stringify(bad)}`,
+      );
+    }
+  }
+  assert.throws(
+    () => loadConfig(write({ limits: { maxTokensPerRound: 1.5 } })),
+    (err: Error) => /limits\.maxTokensPerRound: must be a whole number/.test(err.message),
+  );
+  assert.throws(
+    () => loadConfig(write({ callers: { alice: { token: 'a'.repeat(40), limits: { maxRunning: 2 } } } })),
+    (err: Error) => /callers\.alice\.limits: unknown key\(s\) maxRunning/.test(err.message),
   );
 });

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { ACP_PRESETS } from '../../agents/acp/presets.ts';
 import { AGENT_KIND_NAMES, agentConfigSchema } from '../../agents/kinds.ts';
 import { LOCAL_TARGET_NAME, type TargetConfig, targetsConfigSchema } from '../../agents/targets/config.ts';
+import { BUDGET_KEYS, type Budget } from '../../core/usage.ts';
 import { findAgentBinary } from '../../lib/agent-path.ts';
 import { isWithin, realish } from '../../lib/paths.ts';
 import { ensurePrivateDir, writePrivateFile } from '../../lib/private-fs.ts';
@@ -27,6 +28,16 @@ const token = z.string().min(32, 'must be at least 32 characters').max(512);
 /** A cap or budget: a whole number above zero (zero or less would stop all work; leave the key out for no cap). */
 const positiveInt = z.number().int('must be a whole number').positive('must be a positive number').max(1_000_000);
 
+const tokenBudget = z.number().int('must be a whole number').positive('must be a positive number').max(1e12);
+const costBudget = z.number().positive('must be a positive number').max(1e6);
+/** Budgets (rule: usage-budgets): per round (tokens = input + output) and per caller and UTC day. */
+const budgetKeys = {
+  maxTokensPerRound: tokenBudget.optional(),
+  maxCostUsdPerRound: costBudget.optional(),
+  maxTokensPerDay: tokenBudget.optional(),
+  maxCostUsdPerDay: costBudget.optional(),
+};
+
 const agentEntry = z.object({ kind: z.string().min(1) }).passthrough();
 /** Keys of an agent entry the hub reads itself; the rest is the kind's own config. */
 const hubAgentKeys = z.object({ maxRunning: positiveInt.optional() });
@@ -45,7 +56,17 @@ export const configSchema = z
     roots: z.array(z.string().min(1)),
     stateDir: z.string().min(1).optional(),
     control: z.object({ token }).strict(),
-    callers: z.record(name, z.object({ token, agents: z.array(name).optional() }).strict()),
+    callers: z.record(
+      name,
+      z
+        .object({
+          token,
+          agents: z.array(name).optional(),
+          // The caller's own budgets, in place of the hub-wide ones of `limits`.
+          limits: z.object(budgetKeys).strict().optional(),
+        })
+        .strict(),
+    ),
     agents: z.record(name, agentEntry).default({}),
     // Where agents run (docs/targets.md); `local` exists without an entry. An agent names its own with `target`.
     targets: targetsConfigSchema.default({}),
@@ -58,6 +79,7 @@ export const configSchema = z
         probeTimeoutMs: z.number().int().min(100).max(600_000).default(20_000),
         // Rounds running at once hub-wide (rule: run-caps); unset: twice the CPU count.
         maxRunning: positiveInt.optional(),
+        ...budgetKeys,
       })
       .strict()
       .default({ idleTimeoutMs: 600_000, hardTimeoutMs: 7_200_000, cancelGraceMs: 10_000, probeTimeoutMs: 20_000 }),
@@ -234,6 +256,17 @@ export function loadConfig(where: string | ConfigLocation): HubConfig {
     targetConfigs: { [LOCAL_TARGET_NAME]: { kind: 'local' }, ...cfg.targets },
     agentMaxRunning,
   };
+}
+
+/** A caller's budgets: its own where it sets them, else the hub-wide ones (rule: usage-budgets). */
+export function budgetOf(cfg: HubConfig, caller: string): Budget {
+  const own = cfg.callers[caller]?.limits ?? {};
+  const out: Budget = {};
+  for (const key of BUDGET_KEYS) {
+    const v = own[key] ?? cfg.limits[key];
+    if (v !== undefined) out[key] = v;
+  }
+  return out;
 }
 
 /** Agents a caller may reach: its configured list, or every agent but the one sharing its name (rule: hub-tools). */

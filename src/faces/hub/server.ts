@@ -31,7 +31,7 @@ import { BATON_VERSION } from '../../version.ts';
 import { httpStatus, reportable } from '../errors.ts';
 import { serveTasks, type TaskBackend } from '../mcp-tasks.ts';
 import { serveTools, type ToolDef } from '../mcp-tools.ts';
-import { type HubConfig, loadConfig, reachableAgents } from './config.ts';
+import { budgetOf, type HubConfig, loadConfig, reachableAgents } from './config.ts';
 import { jsonRpcError, McpEndpoint, type McpEra, sendJson } from './mcp-endpoint.ts';
 import { type HubTargets, hubTargets } from './targets.ts';
 import { hubTaskBackend } from './tasks.ts';
@@ -122,6 +122,7 @@ export class Hub {
       logger: this.logger,
       ...opts.config.limits,
       agentMaxRunning: opts.config.agentMaxRunning,
+      budgetOf: (caller) => budgetOf(opts.config, caller),
     });
     this.callerTokens = new Map(Object.entries(opts.config.callers).map(([c, v]) => [c, digest(v.token)]));
     this.controlToken = digest(opts.config.control.token);
