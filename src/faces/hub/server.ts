@@ -1,47 +1,36 @@
-// The hub daemon (rules: hub-commands, caller-endpoints, crash-durability, tasks-outlive-clients): one durable local
-// service on Streamable HTTP, one MCP endpoint per caller.
-import { createHash, timingSafeEqual } from 'node:crypto';
+// The hub daemon (rules: hub-commands, crash-durability, tasks-outlive-clients): one durable local service on
+// Streamable HTTP, one MCP endpoint per caller. This module is its lifecycle: it builds the parts, takes the state-dir
+// lease, recovers, runs the preflight, listens and stops. Requests go through routes.ts (the control endpoint is
+// control.ts, the dashboard ui/); the live config (config-watch.ts) and the backups (backup-schedule.ts) run beside it.
 import { once } from 'node:events';
-import { type FSWatcher, statSync, watch } from 'node:fs';
-import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
+import type { Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { basename, dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { Server } from '@modelcontextprotocol/server';
 import type { Agent, AgentProbe } from '../../agents/agent.ts';
 import { probeAgent } from '../../agents/probe.ts';
 import { createAgent } from '../../agents/registry.ts';
-import {
-  DEFAULT_EVENT_PAGE,
-  Engine,
-  EngineError,
-  MAX_EVENT_PAGE,
-  MAX_LIST_PAGE,
-  MAX_WAIT_MS,
-  OPERATOR,
-} from '../../core/engine.ts';
+import { Engine } from '../../core/engine.ts';
 import { DaemonLease } from '../../core/lease.ts';
 import { probeGroupRecorder } from '../../core/recovery.ts';
 import { isDiskFull, Store, StoreFullError } from '../../core/store.ts';
-import { backupInto, listBackups } from '../../core/store-backup.ts';
 import { createLogger, type Logger, type LogLevel } from '../../lib/log.ts';
-import { readBodyText } from '../../lib/net.ts';
 import { ensurePrivateDir } from '../../lib/private-fs.ts';
 import { redactDeep, redactError } from '../../lib/redact.ts';
 import { BATON_VERSION } from '../../version.ts';
-import { httpStatus, reportable } from '../errors.ts';
 import { serveTasks, type TaskBackend } from '../mcp-tasks.ts';
 import { serveTools, type ToolDef } from '../mcp-tools.ts';
-import { budgetOf, type HubConfig, loadConfig, reachableAgents } from './config.ts';
-import { jsonRpcError, McpEndpoint, type McpEra, sendJson } from './mcp-endpoint.ts';
+import { BackupSchedule } from './backup-schedule.ts';
+import { budgetOf, type HubConfig, reachableAgents } from './config.ts';
+import { ConfigWatch } from './config-watch.ts';
+import { ControlApi } from './control.ts';
+import { digest, tokenMatches } from './http-auth.ts';
+import { McpEndpoint, type McpEra, sendJson } from './mcp-endpoint.ts';
+import { HubRouter, MAX_BODY_BYTES } from './routes.ts';
 import { type HubTargets, hubTargets } from './targets.ts';
 import { hubTaskBackend } from './tasks.ts';
 import { hubTools } from './tools.ts';
 import { Dashboard } from './ui/dashboard.ts';
-
-/** Largest JSON-RPC request body the hub reads (rule: bounded-frames). */
-export const MAX_BODY_BYTES = 4 * 1024 * 1024;
-/** `baton tasks list` page size unless `limit` says otherwise. */
-const DEFAULT_CONTROL_LIST = 50;
 
 export interface HubOptions {
   config: HubConfig;
@@ -70,18 +59,12 @@ export class Hub {
   /** Each caller's tools, built once: a 2026-07-28 server instance is made per request and only binds them. */
   private readonly tools = new Map<string, ToolDef[]>();
   private readonly taskBackends = new Map<string, TaskBackend>();
-  private readonly callerTokens: Map<string, Buffer>;
-  private readonly controlToken: Buffer;
   private readonly dashboard: Dashboard;
+  private readonly configWatch: ConfigWatch;
+  private readonly backups: BackupSchedule;
   private readonly startedAt = Date.now();
   private probes: AgentHealth[] = [];
-  private allowed: { hosts: Set<string>; origins: Set<string> } | undefined;
-  /** Authorised roots (real paths); replaced when the config file changes. */
-  private roots: string[];
-  private configStamp: string | null;
-  private watcher: FSWatcher | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
-  private backupTimer: NodeJS.Timeout | undefined;
   private closing: Promise<void> | undefined;
   /** Resolves when the hub has shut down (e.g. via `baton stop`). */
   readonly closed: Promise<void>;
@@ -90,8 +73,6 @@ export class Hub {
   private constructor(opts: HubOptions, lease: DaemonLease) {
     this.config = opts.config;
     this.lease = lease;
-    this.roots = opts.config.rootsReal;
-    this.configStamp = stampOf(opts.config.path);
     const stateDir = opts.config.stateDirPath;
     this.logger = createLogger({
       level: opts.logLevel ?? opts.config.logLevel,
@@ -99,8 +80,9 @@ export class Hub {
       stderr: opts.stderrLogs ?? false,
       component: 'hub',
     });
+    this.configWatch = new ConfigWatch(opts.config, this.logger);
     this.store = new Store(join(stateDir, 'baton.db'));
-    this.targets = hubTargets(opts.config, () => this.roots);
+    this.targets = hubTargets(opts.config, () => this.configWatch.roots);
     this.agents = new Map(
       Object.entries(opts.config.agents).map(([name, entry]) => [
         name,
@@ -113,8 +95,8 @@ export class Hub {
       reachable: (caller) => reachableAgents(opts.config, caller),
       // Checked at every admission, so a root added a moment ago is honoured even before the watcher fires.
       roots: () => {
-        this.refreshConfig();
-        return this.roots;
+        this.configWatch.refresh();
+        return this.configWatch.roots;
       },
       privateDirs: opts.config.privateDirs,
       targetOf: (agent) => this.targets.ofAgent.get(agent),
@@ -124,11 +106,16 @@ export class Hub {
       agentMaxRunning: opts.config.agentMaxRunning,
       budgetOf: (caller) => budgetOf(opts.config, caller),
     });
-    this.callerTokens = new Map(Object.entries(opts.config.callers).map(([c, v]) => [c, digest(v.token)]));
-    this.controlToken = digest(opts.config.control.token);
+    this.backups = new BackupSchedule({
+      store: this.store,
+      stateDir,
+      backups: opts.config.backups,
+      logger: this.logger,
+    });
+    const controlToken = digest(opts.config.control.token);
     this.dashboard = new Dashboard({
       engine: this.engine,
-      tokenMatches: (token) => timingSafeEqual(digest(token), this.controlToken),
+      tokenMatches: (token) => tokenMatches(token, controlToken),
       logger: this.logger,
     });
     this.endpoint = new McpEndpoint({
@@ -137,11 +124,26 @@ export class Hub {
       maxBodyBytes: MAX_BODY_BYTES,
       factory: (caller, era) => this.mcpServer(caller, era),
     });
+    const router = new HubRouter({
+      logger: this.logger,
+      listenHost: opts.config.listen.host,
+      port: () => this.port,
+      callerTokens: new Map(Object.entries(opts.config.callers).map(([c, v]) => [c, digest(v.token)])),
+      control: new ControlApi({
+        engine: this.engine,
+        logger: this.logger,
+        controlToken,
+        health: () => this.health(),
+        stop: () => void this.close(),
+      }),
+      dashboard: this.dashboard,
+      endpoint: this.endpoint,
+    });
     // node:http through getBuiltinModule, not an ESM import: that would read every export, WebSocket's lazy getter
     // included, and load Node's bundled undici at every start (rule: lazy-commands).
     const { createServer } = process.getBuiltinModule('node:http');
     this.http = createServer((req, res) => {
-      this.route(req, res).catch((err) => {
+      router.route(req, res).catch((err) => {
         this.logger.error('request failed', { error: redactError(err) });
         if (!res.headersSent) sendJson(res, 500, { error: 'internal error' });
         else res.end();
@@ -181,7 +183,7 @@ export class Hub {
       if (!opts.skipPreflight) await hub.preflight();
       for (const t of hub.targetStatus())
         if (t.warning || t.error) hub.logger.warn('execution target cannot fence as configured', { ...t });
-      hub.watchConfig();
+      hub.configWatch.start();
       hub.http.listen(opts.port ?? opts.config.listen.port, opts.config.listen.host);
       await once(hub.http, 'listening');
     } catch (err) {
@@ -190,86 +192,15 @@ export class Hub {
     }
     hub.sweepTimer = setInterval(() => hub.endpoint.sweep(), 3_600_000);
     hub.sweepTimer.unref();
-    hub.scheduleBackup(true);
-    hub.logger.info('hub listening', { url: hub.url, agents: [...hub.agents.keys()], roots: hub.roots });
-    if (!hub.roots.length) hub.logger.warn('no project roots yet: run `baton init` in a project');
+    hub.backups.start();
+    hub.logger.info('hub listening', { url: hub.url, agents: [...hub.agents.keys()], roots: hub.currentRoots });
+    if (!hub.currentRoots.length) hub.logger.warn('no project roots yet: run `baton init` in a project');
     return hub;
-  }
-
-  /**
-   * Online backups every `backups.intervalHours`: the next one is due an interval after the newest copy,
-   * at once when a store with tasks has none. An empty store is not copied.
-   */
-  private scheduleBackup(atStart: boolean): void {
-    const { intervalHours, keep } = this.config.backups;
-    if (!intervalHours || this.closing) return;
-    const interval = intervalHours * 3_600_000;
-    const stateDir = this.config.stateDirPath;
-    const newest = listBackups(stateDir)[0];
-    const hasTasks = () => Object.values(this.store.stats()).some((n) => n > 0);
-    const delay = newest ? newest.mtimeMs + interval - Date.now() : atStart && hasTasks() ? 0 : interval;
-    this.backupTimer = setTimeout(
-      () => {
-        if (this.closing) return;
-        if (hasTasks()) {
-          try {
-            const b = backupInto(this.store.db, stateDir, keep);
-            this.logger.info('backup written', { path: b.path, bytes: b.size, keep });
-          } catch (err) {
-            this.logger.error('backup failed', { error: redactError(err) });
-          }
-        }
-        this.scheduleBackup(false);
-      },
-      Math.min(Math.max(0, delay), 2 ** 31 - 1),
-    );
-    this.backupTimer.unref();
   }
 
   /** Roots the hub authorises right now (real paths). */
   get currentRoots(): readonly string[] {
-    return this.roots;
-  }
-
-  /** Watches the config's dir: editors and `baton roots` replace the file by rename, which a file watch would miss. */
-  private watchConfig(): void {
-    const name = basename(this.config.path);
-    try {
-      this.watcher = watch(dirname(this.config.path), { persistent: false }, (_event, file) => {
-        if (file === null || file === name) this.refreshConfig();
-      });
-      this.watcher.on('error', (err) => {
-        this.logger.warn('config watch stopped; root changes apply at the next agent_run', { error: redactError(err) });
-      });
-    } catch (err) {
-      this.logger.warn('cannot watch the config; root changes apply at the next agent_run', {
-        error: redactError(err),
-      });
-    }
-  }
-
-  /**
-   * Re-reads the config when its file changed (inode, size or mtime). Only roots apply live; a config that fails
-   * validation keeps the previous roots, and changes to anything else are logged as needing a restart.
-   */
-  refreshConfig(): void {
-    const stamp = stampOf(this.config.path);
-    if (stamp === this.configStamp) return;
-    this.configStamp = stamp;
-    let next: HubConfig;
-    try {
-      next = loadConfig(this.config.location);
-    } catch (err) {
-      this.logger.warn('config change refused; keeping the previous roots', { reason: redactError(err) });
-      return;
-    }
-    if (next.rootsReal.join('\0') !== this.roots.join('\0')) {
-      this.roots = next.rootsReal;
-      this.logger.info('roots reloaded', { roots: this.roots });
-    }
-    const changed = RESTART_KEYS.filter((k) => JSON.stringify(next[k]) !== JSON.stringify(this.config[k]));
-    if (changed.length)
-      this.logger.warn('config changes that need a restart (`baton stop`, `baton start`)', { changed });
+    return this.configWatch.roots;
   }
 
   get port(): number {
@@ -313,7 +244,7 @@ export class Hub {
       url: this.url,
       stateDir: this.config.stateDirPath,
       config: this.config.path,
-      roots: this.roots,
+      roots: this.configWatch.roots,
       agents: [...this.agents.keys()].map((name) => ({
         ...(this.probes.find((p) => p.name === name) ?? { name, kind: this.agents.get(name)!.kind, available: null }),
         target: this.targets.ofAgent.get(name)?.name,
@@ -327,8 +258,8 @@ export class Hub {
   async close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.sweepTimer);
-      clearTimeout(this.backupTimer);
-      this.watcher?.close();
+      this.backups.stop();
+      this.configWatch.close();
       this.dashboard.close();
       await this.engine.close();
       await this.endpoint.close();
@@ -340,145 +271,6 @@ export class Hub {
       this.resolveClosed();
     })();
     return this.closing;
-  }
-
-  // ------------------------------------------------------------ HTTP
-
-  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    // DNS-rebinding defence (rules: caller-endpoints, http-auth): only our own loopback host names and no foreign
-    // browser origin.
-    if (!this.hostAllowed(req.headers.host)) return sendJson(res, 403, { error: 'host not allowed' });
-    const origin = req.headers.origin;
-    if (origin !== undefined && !this.originAllowed(origin)) return sendJson(res, 403, { error: 'origin not allowed' });
-
-    if (url.pathname === '/healthz') return sendJson(res, 200, { ok: true });
-    if (url.pathname.startsWith('/control/')) return this.control(req, res, url);
-    if (url.pathname === '/ui' || url.pathname.startsWith('/ui/')) return this.dashboard.handle(req, res, url);
-    const m = /^\/mcp\/([a-z][a-z0-9-]{0,39})\/?$/.exec(url.pathname);
-    if (m) return this.mcp(req, res, m[1]!);
-    return sendJson(res, 404, { error: 'not found' });
-  }
-
-  private async control(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
-    const failure = bearerFailure(req, this.controlToken);
-    if (failure) {
-      this.logger.warn('unauthorized request', { endpoint: 'control', path: url.pathname, reason: failure });
-      return unauthorized(res);
-    }
-    const path = url.pathname;
-    if (path === '/control/tasks' || path.startsWith('/control/tasks/')) return this.controlTasks(req, res, url);
-    if (path === '/control/health' && req.method === 'GET') return sendJson(res, 200, this.health());
-    if (path === '/control/usage' && req.method === 'GET') return this.controlUsage(res, url);
-    if (path === '/control/stop' && req.method === 'POST') return this.controlStop(res, url);
-    return sendJson(res, 404, { error: 'not found' });
-  }
-
-  /**
-   * Stopping interrupts every queued and running round (rule: stop-refuses-work): refused with the list of those tasks
-   * unless `force=1`, and the answer to a forced stop names what it interrupted.
-   */
-  private controlStop(res: ServerResponse, url: URL): void {
-    const force = url.searchParams.get('force');
-    if (force !== null && force !== '0' && force !== '1') {
-      sendJson(res, 400, { error: 'force must be 0 or 1' });
-      return;
-    }
-    const unfinished = this.engine.unfinished();
-    if (unfinished.length && force !== '1') {
-      sendJson(res, 409, {
-        error: `${unfinished.length} task(s) still queued or running; a stop would interrupt them`,
-        tasks: unfinished,
-      });
-      return;
-    }
-    sendJson(res, 202, { stopping: true, interrupted: unfinished });
-    setImmediate(() => void this.close());
-  }
-
-  /** The operator's view of every caller's tasks (rule: tasks-command): list, status, long-poll, result and cancel. */
-  /** Usage per caller and agent over UTC days `from`..`to` (default today), optionally of one `caller`. */
-  private controlUsage(res: ServerResponse, url: URL): void {
-    const q = url.searchParams;
-    try {
-      const caller = q.get('caller') ?? undefined;
-      const totals = this.engine.usageTotals(caller ?? OPERATOR, q.get('from') ?? undefined, q.get('to') ?? undefined);
-      sendJson(res, 200, totals);
-    } catch (err) {
-      const reported = reportable(err);
-      if (!reported) throw err;
-      sendJson(res, httpStatus(reported.code), { error: redactError(reported) });
-    }
-  }
-
-  private async controlTasks(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
-    const q = url.searchParams;
-    const int = (name: string, fallback: number) => {
-      const raw = q.get(name);
-      if (raw === null || raw === '') return fallback;
-      const n = Number(raw);
-      if (!Number.isSafeInteger(n) || n < 0) throw new EngineError('invalid', `${name} must be a whole number ≥ 0`);
-      return n;
-    };
-    try {
-      if (url.pathname === '/control/tasks' && req.method === 'GET') {
-        const limit = Math.min(Math.max(1, int('limit', DEFAULT_CONTROL_LIST)), MAX_LIST_PAGE);
-        const order = q.get('order') ?? 'oldest';
-        if (order !== 'oldest' && order !== 'newest')
-          throw new EngineError('invalid', 'order must be oldest or newest');
-        return sendJson(res, 200, this.engine.list(OPERATOR, q.get('cursor') ?? undefined, limit, order));
-      }
-      const m = /^\/control\/tasks\/([A-Za-z0-9_-]{1,64})(\/wait|\/cancel|\/result)?$/.exec(url.pathname);
-      if (!m && /^\/control\/tasks\/[^/]+(\/wait|\/cancel|\/result)?$/.test(url.pathname)) {
-        return sendJson(res, 404, { error: 'no task with that id (ids look like t-XXXXXXXXXXXX)' });
-      }
-      if (!m) return sendJson(res, 404, { error: 'not found' });
-      const id = m[1]!;
-      if (!m[2] && req.method === 'GET') {
-        const limit = Math.min(Math.max(1, int('limit', DEFAULT_EVENT_PAGE)), MAX_EVENT_PAGE);
-        return sendJson(res, 200, this.engine.status(OPERATOR, id, int('after', 0), limit));
-      }
-      if (m[2] === '/wait' && req.method === 'GET') {
-        // The long-poll ends early when the client goes away.
-        const gone = new AbortController();
-        res.once('close', () => gone.abort());
-        const view = await this.engine.wait(OPERATOR, id, int('after', 0), int('timeoutMs', MAX_WAIT_MS), gone.signal);
-        return sendJson(res, 200, view);
-      }
-      if (m[2] === '/result' && req.method === 'GET') {
-        return sendJson(res, 200, this.engine.result(OPERATOR, id, int('offset', 0)));
-      }
-      if (m[2] === '/cancel' && req.method === 'POST') return sendJson(res, 200, this.engine.cancel(OPERATOR, id));
-      return sendJson(res, 405, { error: `method ${req.method} not allowed here` });
-    } catch (err) {
-      const reported = reportable(err);
-      if (reported) return sendJson(res, httpStatus(reported.code), { error: redactError(reported) });
-      throw err;
-    }
-  }
-
-  private async mcp(req: IncomingMessage, res: ServerResponse, caller: string): Promise<void> {
-    const expected = this.callerTokens.get(caller);
-    // Unknown callers get the same answer as a wrong token: the endpoint list is not probeable. The log, which only
-    // the operator reads, says which it was so a misconfigured client can be fixed.
-    const failure = expected ? bearerFailure(req, expected) : 'unknown caller';
-    if (failure) {
-      this.logger.warn('unauthorized request', { endpoint: 'mcp', caller, reason: failure });
-      return unauthorized(res);
-    }
-
-    let body: unknown;
-    if (req.method === 'POST') {
-      const text = await readBodyText(req, MAX_BODY_BYTES);
-      if (text === null)
-        return sendJson(res, 413, jsonRpcError(-32600, `request body exceeds ${MAX_BODY_BYTES} bytes`));
-      try {
-        body = JSON.parse(text);
-      } catch {
-        return sendJson(res, 400, jsonRpcError(-32700, 'parse error: the body is not JSON'));
-      }
-    }
-    await this.endpoint.handle(req, res, caller, body);
   }
 
   /**
@@ -505,61 +297,4 @@ export class Hub {
     serveTools(server, tools, era === 'era2026' ? { intercept: serveTasks(server, backend!) } : {});
     return server;
   }
-
-  private hostAllowed(host: string | undefined): boolean {
-    return host !== undefined && this.loopback().hosts.has(host);
-  }
-
-  private originAllowed(origin: string): boolean {
-    return this.loopback().origins.has(origin);
-  }
-
-  /** The Host and Origin values the hub accepts, built once it listens (its port is fixed from then on). */
-  private loopback(): { hosts: Set<string>; origins: Set<string> } {
-    if (!this.allowed) {
-      const hosts = ['127.0.0.1', 'localhost', '[::1]', this.config.listen.host].map((n) => `${n}:${this.port}`);
-      this.allowed = { hosts: new Set(hosts), origins: new Set(hosts.map((h) => `http://${h}`)) };
-    }
-    return this.allowed;
-  }
-}
-
-/** Config keys a running hub does not re-apply (roots do apply). */
-const RESTART_KEYS = ['listen', 'stateDir', 'control', 'callers', 'agents', 'limits', 'logLevel', 'backups'] as const;
-
-function stampOf(path: string): string | null {
-  try {
-    const st = statSync(path);
-    return `${st.ino}:${st.size}:${st.mtimeMs}`;
-  } catch {
-    return null;
-  }
-}
-
-function digest(token: string): Buffer {
-  return createHash('sha256').update(token).digest();
-}
-
-/** Why a request was refused, for the log (never the token itself). */
-type AuthFailure =
-  | 'missing authorization header'
-  | 'not a Bearer header'
-  | 'unexpanded env-var placeholder'
-  | 'wrong token';
-
-/** Constant-time bearer check (rule: http-auth): compares fixed-length digests. Returns null when the token matches. */
-function bearerFailure(req: IncomingMessage, expected: Buffer): AuthFailure | null {
-  const header = req.headers.authorization;
-  if (!header) return 'missing authorization header';
-  const m = /^Bearer ([^\s]+)$/i.exec(header);
-  // A bare "Bearer" is what clients send when the env var holding the token was empty.
-  if (!m) return 'not a Bearer header';
-  if (timingSafeEqual(digest(m[1]!), expected)) return null;
-  // A client that did not expand its config's env reference sends it literally.
-  return /^\$\{?[A-Za-z_][A-Za-z0-9_]*\}?$/.test(m[1]!) ? 'unexpanded env-var placeholder' : 'wrong token';
-}
-
-function unauthorized(res: ServerResponse): void {
-  res.setHeader('www-authenticate', 'Bearer realm="baton"');
-  sendJson(res, 401, { error: 'missing or invalid bearer token' });
 }
