@@ -5,7 +5,6 @@
 // recovery is recovery.ts; the shapes callers read are views.ts.
 import { createHash, randomBytes } from 'node:crypto';
 import { realpathSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
 import type { Agent, AgentProbe, AgentSession, Sandbox } from '../agents/agent.ts';
 import { probeAgent } from '../agents/probe.ts';
 import type { ExecutionTarget } from '../agents/targets/target.ts';
@@ -16,7 +15,7 @@ import { isWithin, realish } from '../lib/paths.ts';
 import { stopGroup } from '../lib/process-group.ts';
 import { redact, redactDeep, redactError } from '../lib/redact.ts';
 import { defaultMaxRunning, RunCaps } from './caps.ts';
-import { addWorktree, findWorkTree, type GitSnapshot, gitToplevel, snapshot } from './git.ts';
+import { findWorkTree, type GitSnapshot, snapshot } from './git.ts';
 import { type LockScope, WorkspaceLocks } from './locks.ts';
 import { pageText, RESULT_PAGE_CODE_POINTS } from './paging.ts';
 import { leaderStartTime, probeGroupRecorder, recoverAfterCrash } from './recovery.ts';
@@ -48,6 +47,7 @@ import {
   type WaitView,
 } from './views.ts';
 import { Waiters } from './waiters.ts';
+import { createWorktree, defaultWorktreesDir, moveOldWorktree } from './worktrees.ts';
 
 export type { AgentsView, FanInView, ListView, ResultView, StatusView, TaskView, WaitView } from './views.ts';
 
@@ -153,6 +153,8 @@ export interface EngineOptions {
   agentMaxRunning?: Readonly<Record<string, number>>;
   /** The budgets of a caller (rule: usage-budgets); none unless set. */
   budgetOf?: (caller: string) => Budget;
+  /** Where worktree-isolated tasks get their worktrees (rule: worktrees-outside); beside baton's dirs unless set. */
+  worktreesDir?: string;
 }
 
 export interface RunInput {
@@ -227,6 +229,7 @@ export class Engine {
   private readonly handoff = new Map<string, GitSnapshot>();
   /** The shells that run snapshot gits for this engine, so the daemon does not fork per snapshot. */
   private readonly snapshots: SnapshotRunners;
+  private readonly worktreesDir: string;
 
   constructor(opts: EngineOptions) {
     this.opts = opts;
@@ -240,6 +243,7 @@ export class Engine {
     this.log = new TaskLog(opts.store, this.waiters, opts.logger);
     this.privateDirs = [opts.stateDir, ...(opts.privateDirs ?? [])].map(realish);
     this.snapshots = new SnapshotRunners({ parentDir: opts.stateDir });
+    this.worktreesDir = realish(opts.worktreesDir ?? defaultWorktreesDir(opts.stateDir, this.privateDirs));
   }
 
   /** The configured roots, as they are now (the hub's config can change while it runs). */
@@ -321,8 +325,13 @@ export class Engine {
       throw new EngineError('invalid', `agent "${task.agent}" is no longer configured`);
     }
     this.targetReady(task.agent);
-    // A root removed since the task began no longer authorises new rounds in it.
+    // Authorisation is the config's now, not the one the task began under (rule: hub-tools).
+    this.assertReachable(caller, task.agent);
+    // A root removed since the task began no longer authorises new rounds in it, and a dir that now leads elsewhere
+    // is not the task's (rule: roots-only).
     this.authorisedCwd(task.cwd);
+    const changed = changedDir(task.isolation === 'worktree' ? { ...task, workdir: task.cwd } : task);
+    if (changed) throw new EngineError('forbidden', changed);
     let n = 0;
     const synced = this.store.commitThenSync(() => {
       assertTransition(task.state, 'queued');
@@ -714,12 +723,22 @@ export class Engine {
   private async execute(taskId: string, n: number, entry: ActiveRound, locked: Promise<boolean>): Promise<void> {
     let task = this.mustGet(taskId);
     const signal = entry.controller.signal;
-    if (task.isolation === 'worktree' && task.workdir === task.cwd) {
-      task = await this.prepareWorktree(task);
+    // The dir admitted is checked again, on real paths, before anything runs in it (rule: roots-only): while the
+    // round waited, a root may have been withdrawn or a part of the path swapped for a link.
+    // A worktree made at the old place is checked once it has moved.
+    let refused = this.startRefusal(task.isolation === 'worktree' ? { ...task, workdir: task.cwd } : task);
+    if (!refused && task.isolation === 'worktree') {
+      task = await this.placeWorktree(task);
+      refused = this.startRefusal(task);
     }
     await locked;
     if (signal.aborted) {
       if (!entry.cancelRequested) this.log.finishRound(taskId, n, this.abortOutcome(entry, undefined, undefined));
+      return;
+    }
+    refused ??= this.startRefusal(task);
+    if (refused) {
+      this.finish(taskId, n, { state: 'failed', error: refused });
       return;
     }
     this.store.tx(() => {
@@ -897,15 +916,34 @@ export class Engine {
       await (target ? target.stopGroup(pgid, this.opts.cancelGraceMs) : stopGroup(pgid, this.opts.cancelGraceMs));
   }
 
-  private async prepareWorktree(task: TaskRow): Promise<TaskRow> {
-    const top = await gitToplevel(task.cwd);
-    if (!top) throw new Error(`isolation "worktree" needs a git repository, and ${task.cwd} is not in one`);
-    const path = join(this.opts.stateDir, 'worktrees', task.id);
-    await addWorktree(task.cwd, path, `baton/${task.id}`);
-    const sub = relative(realpathSync(top), task.cwd);
-    const workdir = sub ? join(path, sub) : path;
+  /**
+   * A worktree-isolated task's worktree (rule: worktrees-outside): added at its first round, outside the state dir,
+   * the roots and baton's dirs; one added at the old place inside the state dir is moved out first.
+   */
+  private async placeWorktree(task: TaskRow): Promise<TaskRow> {
+    let workdir: string | undefined;
+    if (task.workdir === task.cwd) {
+      const forbidden = [...this.configuredRoots().map(realish), ...this.privateDirs];
+      workdir = await createWorktree(task.cwd, task.id, this.worktreesDir, forbidden);
+    } else {
+      workdir = await moveOldWorktree(task.workdir, task.id, this.opts.stateDir, this.worktreesDir).catch((err) => {
+        this.opts.logger.warn('the worktree stays inside the state dir', { taskId: task.id, error: redactError(err) });
+        return undefined;
+      });
+    }
+    if (!workdir) return task;
     this.store.setWorkdir(task.id, workdir);
     return this.mustGet(task.id);
+  }
+
+  /** Why a round of `task` must not start in its dir now, or undefined (rule: roots-only). */
+  private startRefusal(task: TaskRow): string | undefined {
+    try {
+      this.authorisedCwd(task.cwd);
+    } catch (err) {
+      return `${(err as Error).message}; nothing was run`;
+    }
+    return changedDir(task);
   }
 
   // ---------------------------------------------------------------- helpers
@@ -931,15 +969,20 @@ export class Engine {
     if (error) throw new EngineError('invalid', error);
   }
 
+  private assertReachable(caller: string, agent: string): void {
+    const reachable = this.opts.reachable(caller);
+    if (!reachable.includes(agent)) {
+      throw new EngineError(
+        'forbidden',
+        `agent "${agent}" is not reachable for caller "${caller}" (reachable: ${reachable.join(', ') || 'none'})`,
+      );
+    }
+  }
+
   private pickAgent(caller: string, requested: string | undefined): string {
     const reachable = this.opts.reachable(caller);
     if (requested !== undefined) {
-      if (!reachable.includes(requested)) {
-        throw new EngineError(
-          'forbidden',
-          `agent "${requested}" is not reachable for caller "${caller}" (reachable: ${reachable.join(', ') || 'none'})`,
-        );
-      }
+      this.assertReachable(caller, requested);
       return requested;
     }
     if (reachable.length === 1) return reachable[0]!;
@@ -1041,6 +1084,24 @@ function queuedEvent(n: number, timeoutSeconds: number | undefined): NewTaskEven
 
 function payloadHash(payload: Record<string, unknown>): string {
   return createHash('sha256').update(JSON.stringify(payload)).digest('hex');
+}
+
+/**
+ * Why the task's dirs are no longer the ones admitted, or undefined: each was stored as a real path, so a path that
+ * now resolves elsewhere (a part swapped for a link) or not at all is refused.
+ */
+function changedDir(task: Pick<TaskRow, 'cwd' | 'workdir'>): string | undefined {
+  for (const dir of new Set([task.cwd, task.workdir])) {
+    let real: string | undefined;
+    try {
+      real = realpathSync.native(dir);
+    } catch {}
+    if (real !== dir) {
+      const now = real ? `it now leads to ${real}` : 'it is gone';
+      return `the task's dir ${dir} changed since the task was admitted (${now}); nothing was run`;
+    }
+  }
+  return undefined;
 }
 
 /** A root as a real path, or undefined when it no longer exists. */

@@ -1,7 +1,7 @@
 // Git snapshots around each round (rule: git-snapshots) and worktree isolation (rule: workspace-locks). baton only
 // reads repositories and adds worktrees; it never commits, merges, resets, reverts or cleans.
 import { execFile } from 'node:child_process';
-import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import {
@@ -175,4 +175,20 @@ export async function addWorktree(repoDir: string, path: string, branch: string)
   );
   const off = repoFilterDrivers(listing).flatMap(filterOffArgs);
   await git(repoDir, [...off, 'worktree', 'add', '-q', '-b', branch, path, 'HEAD']);
+}
+
+/** Moves the worktree at `from` (a linked worktree) to `to`, whose parent exists. */
+export async function moveWorktree(from: string, to: string): Promise<void> {
+  await git(from, ['worktree', 'move', from, to]);
+}
+
+/**
+ * Undoes a worktree add that failed part way: its dir, its record in the repository and its branch go; each step
+ * that finds nothing to undo is skipped.
+ */
+export async function removeWorktree(repoDir: string, path: string, branch: string): Promise<void> {
+  await git(repoDir, ['worktree', 'remove', '--force', path]).catch(() => {});
+  rmSync(path, { recursive: true, force: true });
+  await git(repoDir, ['worktree', 'prune']).catch(() => {});
+  await git(repoDir, ['branch', '-D', branch]).catch(() => {});
 }

@@ -21,6 +21,9 @@ export function engineFor(
     idleTimeoutMs?: number;
     cancelGraceMs?: number;
     newsLingerMs?: number;
+    /** Which agents a caller may reach (default: every agent); a function so a test can narrow it. */
+    reachable?: (caller: string) => readonly string[];
+    worktreesDir?: string;
   },
 ): { engine: Engine; store: Store } {
   const store = new Store(join(opts.stateDir, 'baton.db'));
@@ -28,7 +31,7 @@ export function engineFor(
   const engine = new Engine({
     store,
     agents: new Map(Object.entries(opts.agents)),
-    reachable: () => names,
+    reachable: opts.reachable ?? (() => names),
     roots: opts.roots,
     stateDir: opts.stateDir,
     privateDirs: opts.privateDirs,
@@ -37,6 +40,7 @@ export function engineFor(
     hardTimeoutMs: 0,
     cancelGraceMs: opts.cancelGraceMs ?? 5_000,
     ...(opts.newsLingerMs !== undefined ? { newsLingerMs: opts.newsLingerMs } : {}),
+    ...(opts.worktreesDir !== undefined ? { worktreesDir: opts.worktreesDir } : {}),
   });
   t.after(async () => {
     await engine.close();
