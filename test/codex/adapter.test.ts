@@ -1,4 +1,4 @@
-// The `codex` agent (AG-1, AG-6..AG-9) on the real codex 0.169.0 against the Responses mock, created through the
+// The `codex` agent (AG-1, AG-6..AG-9) on the real current Codex (the pinned @openai/codex) against the Responses mock, created through the
 // registry exactly as the hub does.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -20,7 +20,7 @@ import {
   userTexts,
 } from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
-import { bins } from '../support/bins.ts';
+import { bins, binVersions } from '../support/bins.ts';
 import { tempDir } from '../support/tmp.ts';
 import { codexTestDir, startResponsesMock } from './support.ts';
 
@@ -216,7 +216,7 @@ describe('codex agent', () => {
     const requestsBefore = mock.server.requests.length;
     const probe = await agent.probe();
     assert.equal(probe.available, true, probe.detail);
-    assert.equal(probe.version, '0.169.0');
+    assert.equal(probe.version, binVersions.codex());
     assert.equal(probe.login, 'ok');
     assert.equal(mock.server.requests.length, requestsBefore);
     assert.doesNotMatch(JSON.stringify(probe), new RegExp(PLANTED_KEY));

@@ -24,6 +24,7 @@ import {
   userTexts,
 } from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
+import { binVersions } from '../support/bins.ts';
 import { until } from '../support/poll.ts';
 import {
   type CodexFixture,
@@ -88,8 +89,8 @@ describe('over stdio', () => {
       },
     });
     await client.connect();
-    assert.equal(client.serverVersion, '0.169.0');
-    assert.equal(requireCodexVersion(client.serverVersion).minor, 169);
+    assert.equal(client.serverVersion, binVersions.codex());
+    assert.equal(requireCodexVersion(client.serverVersion).text, binVersions.codex());
     assert.equal(client.serverCodexHome, fixture.codexHome);
     assert.equal(client.serverPlatformFamily, 'unix');
     assert.equal(client.serverPlatformOs, 'linux');
@@ -288,7 +289,7 @@ describe('over a Unix socket', () => {
     });
     t.after(() => client.close());
     await client.connect();
-    assert.equal(client.serverVersion, '0.169.0');
+    assert.equal(client.serverVersion, binVersions.codex());
     mock.push(reply('over the unix socket'));
     const threadId = await startThread(client, fixture);
     const done = await runTurn(client, log, threadId, 'hi');

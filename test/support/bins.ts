@@ -1,21 +1,39 @@
 // Paths of the real agent binaries installed from npm as devDependencies. Two Codex versions share the `codex` bin
 // name, so tests always name the package, never rely on node_modules/.bin.
-import { realpathSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+//
+// BATON_TEST_AGENTS_DIR (used by `npm run test:latest`) names another node_modules directory: the current agents
+// (Codex, Claude Code, Gemini CLI, OpenCode) are taken from there instead; the legacy Codex and the MCP servers stay
+// the pinned ones.
+import { readFileSync, realpathSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const pkg = (name: string, bin: string) => realpathSync(join(REPO_ROOT, 'node_modules', name, bin));
+const PINNED = join(REPO_ROOT, 'node_modules');
+const agentsDir = () => (process.env.BATON_TEST_AGENTS_DIR ? resolve(process.env.BATON_TEST_AGENTS_DIR) : PINNED);
+const pkg = (name: string, bin: string, root = PINNED) => realpathSync(join(root, name, bin));
+const agent = (name: string, bin: string) => pkg(name, bin, agentsDir());
+const packageVersion = (name: string, root: string) =>
+  (JSON.parse(readFileSync(join(root, name, 'package.json'), 'utf8')) as { version: string }).version;
 
 export const bins = {
   /** Current Codex (app-server; no mcp-server). */
-  codex: () => pkg('@openai/codex', 'bin/codex.js'),
+  codex: () => agent('@openai/codex', 'bin/codex.js'),
   /** Codex 0.153.4, the last with `codex mcp-server` (npm alias codex-legacy). */
   codexLegacy: () => pkg('codex-legacy', 'bin/codex.js'),
-  opencode: () => pkg('opencode-ai', 'bin/opencode.exe'),
-  gemini: () => pkg('@google/gemini-cli', 'bundle/gemini.js'),
-  claude: () => pkg('@anthropic-ai/claude-code', 'bin/claude.exe'),
+  opencode: () => agent('opencode-ai', 'bin/opencode.exe'),
+  gemini: () => agent('@google/gemini-cli', 'bundle/gemini.js'),
+  claude: () => agent('@anthropic-ai/claude-code', 'bin/claude.exe'),
   chromeDevtoolsMcp: () => pkg('chrome-devtools-mcp', 'build/src/bin/chrome-devtools-mcp.js'),
+};
+
+/** The versions of the binaries above, from their packages (what `--version` prints). */
+export const binVersions = {
+  codex: () => packageVersion('@openai/codex', agentsDir()),
+  codexLegacy: () => packageVersion('codex-legacy', PINNED),
+  opencode: () => packageVersion('opencode-ai', agentsDir()),
+  gemini: () => packageVersion('@google/gemini-cli', agentsDir()),
+  claude: () => packageVersion('@anthropic-ai/claude-code', agentsDir()),
 };
 
 /**
