@@ -1,8 +1,8 @@
 // Hub commands (rule: hub-commands): init, roots, doctor, serve, start, stop, health, examples, service. Every one
 // finds the config through locate.ts, so they reach the same hub from any directory.
-import { existsSync, fstatSync, openSync, readFileSync } from 'node:fs';
+import { existsSync, fstatSync, openSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import type { HubConfig, RootsChange } from '../faces/hub/config.ts';
 import { type ConfigLocation, locateConfig } from '../faces/hub/locate.ts';
@@ -360,9 +360,34 @@ export function registerHubCommands(program: Command): void {
           for (const s of steps) out(s.describe);
           return;
         }
-        for (const s of steps) {
-          out(s.describe.split('\n')[0]!);
-          await s.run();
+        // A failed install leaves nothing behind: the unit file is put back as it was (removed if it was new).
+        const before = action === 'install' && existsSync(plan.file) ? readFileSync(plan.file, 'utf8') : undefined;
+        // The dirs the unit file's write will create, innermost first: removed again (when empty) after a failure.
+        const created: string[] = [];
+        for (let d = dirname(plan.file); !existsSync(d) && d !== dirname(d); d = dirname(d)) created.push(d);
+        try {
+          for (const s of steps) {
+            out(s.describe.split('\n')[0]!);
+            await s.run();
+          }
+        } catch (err) {
+          if (action !== 'install') throw err;
+          if (before === undefined) {
+            rmSync(plan.file, { force: true });
+            for (const d of created) {
+              try {
+                rmdirSync(d);
+              } catch {
+                break;
+              }
+            }
+          } else writeFileSync(plan.file, before);
+          const undone = before === undefined ? `${plan.file} was removed` : `${plan.file} was put back`;
+          const hint =
+            process.platform === 'darwin'
+              ? 'run it from a logged-in user session'
+              : 'a systemd user session is needed (log in to one, or `loginctl enable-linger $USER`)';
+          throw new Error(`${(err as Error).message}; ${hint}, or run \`baton start\` instead; ${undone}`);
         }
         if (action === 'uninstall') out('config and task data were kept');
       });

@@ -1,6 +1,7 @@
 // The `baton` command line: thin commands that parse flags and call a face or the engine.
 import { Command, CommanderError } from 'commander';
 import { agentSearchPath } from '../lib/agent-path.ts';
+import { BATON_VERSION } from '../version.ts';
 import { registerAttachCommand } from './attach.ts';
 import { registerConnectCommand, registerDisconnectCommand } from './connect.ts';
 import { registerHubCommands } from './hub.ts';
@@ -14,8 +15,17 @@ import { registerUiCommand } from './ui.ts';
 // scripts and npx put first). Children inherit it, so what doctor reports is what the hub runs.
 process.env.PATH = agentSearchPath(process.env.PATH);
 
+// A reader that stops early (`baton … | head -1`) closes the pipe: that ends the output, not in a stack trace. Writes
+// go on failing silently until the command ends by itself; the exit status stays the command's own.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+  });
+}
+
 const program = new Command('baton')
   .description('Let AI coding agents hand work to each other over MCP.')
+  .version(BATON_VERSION, '-V, --version', 'print the version')
   .showHelpAfterError()
   .exitOverride();
 

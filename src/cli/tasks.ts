@@ -223,9 +223,10 @@ export function registerTasksCommand(program: Command): void {
         page = next;
       }
       if (opts.json) return json({ ...first, text, nextOffset: first.total, done: true });
-      // Agent text: exact when piped (a script gets the answer as given), without terminal controls on a terminal.
-      process.stdout.write(process.stdout.isTTY ? stripTerminalControls(text) : text);
-      if (text && !text.endsWith('\n') && process.stdout.isTTY) process.stdout.write('\n');
+      // Agent text: as given when piped, without terminal controls on a terminal; ending in a newline either way, as
+      // text printed for a shell does (--json carries the answer exactly, final newline or not).
+      const shown = process.stdout.isTTY ? stripTerminalControls(text) : text;
+      process.stdout.write(shown && !shown.endsWith('\n') ? `${shown}\n` : shown);
     });
 
   tasks

@@ -2,7 +2,8 @@
 // are usage errors (exit 2), and `baton mcp --help` lists --provider, every provider and each one's flags, with the
 // browser's kebab-case flags and their documented snake_case aliases.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
@@ -173,4 +174,48 @@ test('a port held by another listener: start and serve fail at once with one lin
   assert.equal(serve.stderr, line);
   const other = await baton(['--config', config, 'start', '--port', String(port)], env);
   assert.equal(other.stderr, line);
+});
+
+test('baton --version; output into a pipe closed early ends quietly; a service install without a systemd user session leaves nothing', async (t) => {
+  const dir = tempDir(t, 'baton-cli-edges-');
+  const work = join(dir, 'work');
+  mkdirSync(work);
+  const config = writeHubConfig({ dir, roots: [work], agents: {}, port: await portForLater() });
+  const env = isolatedEnv(dir);
+
+  const version = await baton(['--version'], env);
+  assert.equal(version.code, 0, version.stderr);
+  assert.equal(version.stdout, `${JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).version}\n`);
+
+  // The reader is gone before the first write (as `| head -1` is after its line): every write meets EPIPE.
+  const child = spawn(
+    process.execPath,
+    [BATON, '--config', config, 'connect', 'claude', '--provider', 'codex', '--print'],
+    {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  child.stdout.destroy();
+  let stderr = '';
+  child.stderr.on('data', (d) => {
+    stderr += d;
+  });
+  const [code] = (await once(child, 'close')) as [number];
+  assert.equal(stderr, '', 'no stack trace');
+  assert.equal(code, 0);
+
+  // No XDG_RUNTIME_DIR and no session bus: `systemctl --user` cannot reach a user manager.
+  const home = join(dir, 'home');
+  mkdirSync(home);
+  const noSession = { ...env, HOME: home, XDG_RUNTIME_DIR: '', DBUS_SESSION_BUS_ADDRESS: '' };
+  const install = await baton(['--config', config, 'service', 'install'], noSession);
+  assert.equal(install.code, 1, install.stdout);
+  const unit = join(home, '.config', 'systemd', 'user', 'baton.service');
+  assert.match(
+    install.stderr,
+    /^baton: `systemctl --user daemon-reload` failed: [^\n]*; a systemd user session is needed \(log in to one, or `loginctl enable-linger \$USER`\), or run `baton start` instead; [^\n]*baton\.service was removed\n$/,
+  );
+  assert.ok(install.stderr.includes(unit), install.stderr);
+  assert.ok(!existsSync(join(home, '.config')), 'the dirs the unit went into are gone too');
 });

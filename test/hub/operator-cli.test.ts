@@ -10,6 +10,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { REPO_ROOT } from '../support/bins.ts';
 import {
   batonHome,
+  CONTROL_TOKEN,
   call,
   connectCaller,
   followToEnd,
@@ -177,15 +178,19 @@ test('baton tasks: newest first, --limit/--all validated, local times, --json, t
   assert.equal(/\ny+\n/.exec(longTail.stdout)?.[0].length, 32_768 + 2, 'the first page, whole');
   const rest = await run(['tasks', 'result', long, '--offset', '32768']);
   assert.equal(rest.code, 0, rest.stderr);
-  assert.equal(rest.stdout, 'y'.repeat(40_000 - 32_768));
+  assert.equal(rest.stdout, `${'y'.repeat(40_000 - 32_768)}\n`);
   const whole = await run(['tasks', 'result', long]);
-  assert.equal(whole.stdout, 'y'.repeat(40_000), 'result pages through the whole answer');
+  assert.equal(whole.stdout, `${'y'.repeat(40_000)}\n`, 'result pages through the whole answer, then a newline');
   const badOffset = await run(['tasks', 'result', long, '--offset', 'x']);
   assert.equal(badOffset.code, 2);
 
-  // In a pipe `result` is the answer exactly as given; on a terminal `tail` strips terminal controls from it.
+  // In a pipe `result` is the answer as given (plus the final newline); on a terminal `tail` strips terminal controls.
   const exact = await run(['tasks', 'result', escaped]);
-  assert.equal(exact.stdout, '\u001b[31mred\u001b[0m plain');
+  assert.equal(exact.stdout, '\u001b[31mred\u001b[0m plain\n');
+  assert.equal(
+    JSON.parse((await run(['tasks', 'result', escaped, '--json'])).stdout).text,
+    '\u001b[31mred\u001b[0m plain',
+  );
   const onTerminal = await batonOnTerminal(dir, cli, ['tasks', 'tail', escaped]);
   assert.equal(onTerminal.code, 0, onTerminal.stdout);
   assert.match(
@@ -280,6 +285,21 @@ test('baton stop refuses while a task runs, --force names what it interrupted, a
   const health = await baton(dir, cli, ['health']);
   assert.equal(health.code, 0, 'the hub still runs');
 
+  // A caller parked in agent_wait on that task: a forced stop answers it, with the interrupted state, before the hub
+  // exits (not with a closed connection).
+  const { nextCursor } = await call<{ nextCursor: number }>(alice, 'agent_status', { taskId });
+  const parked = call<{ state: string; timedOut: boolean }>(alice, 'agent_wait', {
+    taskId,
+    after: nextCursor,
+    timeoutMs: 25_000,
+  });
+  await until(
+    async () => {
+      const res = await fetch(`${hub.url}/control/health`, { headers: { authorization: `Bearer ${CONTROL_TOKEN}` } });
+      return ((await res.json()) as { mcpRequestsInFlight: number }).mcpRequestsInFlight === 1;
+    },
+    { what: 'the agent_wait to be parked on the hub' },
+  );
   const forced = await baton(dir, cli, ['stop', '--force']);
   assert.equal(forced.code, 0, forced.stderr);
   assert.match(
@@ -287,6 +307,9 @@ test('baton stop refuses while a task runs, --force names what it interrupted, a
     new RegExp(`^interrupting 1 task\\(s\\):\\n\\s+${taskId}\\s+alice\\s+scripted\\s+running`),
   );
   assert.match(forced.stdout, /stopped\n$/);
+  const woke = await parked;
+  assert.equal(woke.state, 'interrupted');
+  assert.equal(woke.timedOut, false);
   await until(() => hub.group.child.exitCode !== null, { what: 'the hub to exit' });
 
   // After a restart the task is interrupted: tail exits 5.

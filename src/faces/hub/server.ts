@@ -45,6 +45,9 @@ export interface HubOptions {
 
 export interface AgentHealth extends AgentProbe {}
 
+/** How long a stopping hub waits for the answers of MCP requests still in flight once every round has ended. */
+const MCP_DRAIN_MS = 3_000;
+
 export class Hub {
   readonly config: HubConfig;
   readonly logger: Logger;
@@ -66,6 +69,9 @@ export class Hub {
   private probes: AgentHealth[] = [];
   private sweepTimer: NodeJS.Timeout | undefined;
   private closing: Promise<void> | undefined;
+  /** MCP requests whose answer is not written yet, and who to tell when none is left. */
+  private mcpInFlight = 0;
+  private mcpDrained: (() => void) | undefined;
   /** Resolves when the hub has shut down (e.g. via `baton stop`). */
   readonly closed: Promise<void>;
   private resolveClosed!: () => void;
@@ -143,6 +149,7 @@ export class Hub {
     // included, and load Node's bundled undici at every start (rule: lazy-commands).
     const { createServer } = process.getBuiltinModule('node:http');
     this.http = createServer((req, res) => {
+      if (req.url?.startsWith('/mcp/')) this.countMcp(res);
       router.route(req, res).catch((err) => {
         this.logger.error('request failed', { error: redactError(err) });
         if (!res.headersSent) sendJson(res, 500, { error: 'internal error' });
@@ -241,6 +248,7 @@ export class Hub {
       version: BATON_VERSION,
       pid: process.pid,
       uptimeSeconds: Math.round((Date.now() - this.startedAt) / 1000),
+      mcpRequestsInFlight: this.mcpInFlight,
       url: this.url,
       stateDir: this.config.stateDirPath,
       config: this.config.path,
@@ -255,6 +263,28 @@ export class Hub {
     };
   }
 
+  private countMcp(res: { once(event: 'close', fn: () => void): unknown }): void {
+    this.mcpInFlight += 1;
+    res.once('close', () => {
+      this.mcpInFlight -= 1;
+      if (this.mcpInFlight === 0) this.mcpDrained?.();
+    });
+  }
+
+  private async drainMcp(): Promise<void> {
+    if (this.mcpInFlight === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      new Promise<void>((r) => {
+        this.mcpDrained = r;
+      }),
+      new Promise<void>((r) => {
+        timer = setTimeout(r, MCP_DRAIN_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
   async close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.sweepTimer);
@@ -262,6 +292,9 @@ export class Hub {
       this.configWatch.close();
       this.dashboard.close();
       await this.engine.close();
+      // The engine has just interrupted every round: the agent_wait calls parked on them woke with that, and their
+      // answers go out before the sessions and connections close (bounded: a client may hold a request open).
+      await this.drainMcp();
       await this.endpoint.close();
       this.http.closeAllConnections();
       if (this.http.listening) await new Promise<void>((r) => this.http.close(() => r()));

@@ -14,6 +14,14 @@ export interface ServiceStep {
   run(): Promise<void>;
 }
 
+/** A service step that failed, in one line: the command and the last line it printed. */
+export class ServiceError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ServiceError';
+  }
+}
+
 /**
  * `opts.pathEnv` (default: this process's PATH) is written into the unit: a service starts with the init system's minimal PATH, where the agent CLIs the
  * user installed (npm -g, ~/.local/bin, Homebrew) are not, so it gets the PATH `baton service install` ran with.
@@ -22,7 +30,7 @@ export function serviceFiles(
   cfg: HubConfig,
   batonScript: string,
   opts: { pathEnv?: string; platform?: NodeJS.Platform } = {},
-): { install: ServiceStep[]; uninstall: ServiceStep[] } {
+): { file: string; install: ServiceStep[]; uninstall: ServiceStep[] } {
   const pathEnv = opts.pathEnv ?? process.env.PATH ?? '';
   const argv = [process.execPath, batonScript, '--config', cfg.path, 'serve'];
   const write = (path: string, text: string): ServiceStep => ({
@@ -35,8 +43,11 @@ export function serviceFiles(
   const exec = (cmd: string, args: string[], tolerant = false): ServiceStep => ({
     describe: `run ${[cmd, ...args].join(' ')}`,
     run: async () => {
-      await run(cmd, args).catch((err) => {
-        if (!tolerant) throw err;
+      await run(cmd, args).catch((err: Error & { stderr?: string; code?: unknown }) => {
+        if (tolerant) return;
+        const said =
+          (err.stderr ?? '').trim().split('\n').at(-1) || (err.code === 'ENOENT' ? 'not installed' : err.message);
+        throw new ServiceError(`\`${[cmd, ...args].join(' ')}\` failed: ${said}`);
       });
     },
   });
@@ -68,6 +79,7 @@ ${args}
 `;
     const domain = `gui/${process.getuid?.() ?? 501}`;
     return {
+      file: plist,
       install: [write(plist, text), exec('launchctl', ['bootstrap', domain, plist])],
       uninstall: [exec('launchctl', ['bootout', `${domain}/${LABEL}`], true), remove(plist)],
     };
@@ -86,6 +98,7 @@ KillMode=mixed
 WantedBy=default.target
 `;
   return {
+    file: unit,
     install: [
       write(unit, text),
       exec('systemctl', ['--user', 'daemon-reload']),
