@@ -1,16 +1,16 @@
 // Hub commands (rule: hub-commands): init, roots, doctor, serve, start, stop, health, examples, service. Every one
 // finds the config through locate.ts, so they reach the same hub from any directory.
 import { existsSync, fstatSync, openSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
-import type { IncomingMessage } from 'node:http';
 import { dirname, join } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import type { HubConfig, RootsChange } from '../faces/hub/config.ts';
 import { type ConfigLocation, locateConfig } from '../faces/hub/locate.ts';
 import type { PreflightRow, TargetLine } from '../faces/hub/preflight.ts';
 import { isLogLevel } from '../lib/log.ts';
-import { readBodyText } from '../lib/net.ts';
 import { redactError } from '../lib/redact.ts';
+import { control, healthOf } from './control.ts';
 import { type HubAddress, hubConfigModule, loadHubAddress } from './hub-config.ts';
+import { assertPortFree, portInUse, refuseSecondHub, runningHub, startFailure } from './hub-start.ts';
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
 const START_TIMEOUT_MS = 60_000;
@@ -396,61 +396,6 @@ export function registerHubCommands(program: Command): void {
 
 const quietLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
-/**
- * The hub running for this config, if it recorded where it listens and answers there. Only the record is asked: a
- * configured port held by something that is not a hub would leave the question hanging until its timeout.
- */
-async function runningHub(cfg: HubConfig): Promise<{ url: string; port: number; pid: number } | undefined> {
-  const { readListenRecord } = await import('../faces/hub/listen-record.ts');
-  const rec = readListenRecord(cfg.stateDirPath);
-  if (!rec) return undefined;
-  const addr = { ...cfg, listen: { host: rec.host, port: rec.port } };
-  const h = await healthOf(addr).catch(() => null);
-  if (!h) return undefined;
-  return { url: `http://${addr.listen.host}:${addr.listen.port}`, port: addr.listen.port, pid: h.pid };
-}
-
-async function refuseSecondHub(cfg: HubConfig): Promise<void> {
-  const running = await runningHub(cfg);
-  if (running)
-    throw new Error(
-      `a hub for this config already runs on ${running.url} (pid ${running.pid}); \`baton stop\` stops it`,
-    );
-}
-
-function portInUse(port: number): Error {
-  return new Error(`port ${port} is in use; stop the other process or pass --port N`);
-}
-
-/** Fails at once, in one line, when the hub could not listen on `port` (0: any free port, always possible). */
-async function assertPortFree(host: string, port: number): Promise<void> {
-  if (port === 0) return;
-  const { createServer } = await import('node:net');
-  await new Promise<void>((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'EADDRINUSE') reject(portInUse(port));
-      else if (err.code === 'EACCES')
-        reject(new Error(`port ${port} needs privileges on ${host}; pass --port N above 1023`));
-      else if (err.code === 'EADDRNOTAVAIL')
-        reject(new Error(`cannot listen on ${host}: no such address here; fix "listen.host" in the config`));
-      else reject(err);
-    });
-    probe.listen(port, host, () => probe.close(() => resolve()));
-  });
-}
-
-/** Why the background hub exited at start: its own error line(s) from daemon.out, else where to look. */
-function startFailure(daemonOut: string, from: number): string {
-  let text = '';
-  try {
-    text = readFileSync(daemonOut).subarray(from).toString('utf8');
-  } catch {}
-  const at = text.search(/^baton: /m);
-  if (at >= 0) return text.slice(at + 'baton: '.length).trim();
-  return `the hub exited at start; see ${daemonOut}`;
-}
-
 interface StopTask {
   taskId: string;
   caller?: string;
@@ -470,56 +415,4 @@ function portArg(value: string): number {
   const n = Number(value);
   if (!/^\d{1,5}$/.test(value) || n > 65535) throw new InvalidArgumentError('--port must be a port number 0-65535');
   return n;
-}
-
-/** What the CLI reads of a control answer. */
-export interface ControlResponse {
-  status: number;
-  ok: boolean;
-  /** The body parsed as JSON (rejects when it is not JSON). */
-  json(): Promise<unknown>;
-}
-
-/** Largest control answer the CLI reads; a page of tasks or events is far smaller. */
-const MAX_CONTROL_BODY_BYTES = 64 * 1024 * 1024;
-
-/**
- * A request to the hub's control endpoint with the control token from the config (never printed). node:http taken
- * with process.getBuiltinModule, not fetch and not an ESM `import`: both load Node's bundled undici (an ESM import
- * of node:http reads every export, WebSocket's lazy getter included), which costs a short command about as much CPU
- * as the rest of its work. One connection, closed after the answer; no redirect is followed; `timeoutMs` bounds the
- * whole exchange.
- */
-export async function control(
-  cfg: HubAddress,
-  method: string,
-  path: string,
-  timeoutMs = 5_000,
-): Promise<ControlResponse> {
-  const host = cfg.listen.host === '0.0.0.0' ? '127.0.0.1' : cfg.listen.host;
-  const { request } = process.getBuiltinModule('node:http');
-  const res = await new Promise<IncomingMessage>((resolve, reject) => {
-    const req = request({
-      host,
-      port: cfg.listen.port,
-      path,
-      method,
-      headers: { authorization: `Bearer ${cfg.control.token}` },
-      agent: false,
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    req.once('response', resolve);
-    req.once('error', reject);
-    req.end();
-  });
-  const text = await readBodyText(res, MAX_CONTROL_BODY_BYTES);
-  if (text === null) throw new Error(`the hub's answer to ${method} ${path} exceeds ${MAX_CONTROL_BODY_BYTES} bytes`);
-  const status = res.statusCode ?? 0;
-  return { status, ok: status >= 200 && status < 300, json: async () => JSON.parse(text) };
-}
-
-async function healthOf(cfg: HubAddress): Promise<{ pid: number } & Record<string, unknown>> {
-  const res = await control(cfg, 'GET', '/control/health');
-  if (!res.ok) throw new Error(`HTTP ${res.status}`);
-  return (await res.json()) as { pid: number };
 }

@@ -8,7 +8,7 @@ import { type UsageTotals, usageText } from '../core/usage.ts';
 import { eventText, gitChanges, gitLine, gitStatusWord } from '../faces/hub/ui/format.ts';
 import { redactError } from '../lib/redact.ts';
 import { stripTerminalControls } from '../lib/text.ts';
-import { control } from './hub.ts';
+import { control } from './control.ts';
 import { type HubAddress, loadHubAddress } from './hub-config.ts';
 import { localTime } from './time.ts';
 

@@ -4,7 +4,7 @@
 import type { Command } from 'commander';
 import { findAgentBinary } from '../lib/agent-path.ts';
 import { redactError } from '../lib/redact.ts';
-import { control } from './hub.ts';
+import { control } from './control.ts';
 import { loadHubAddress } from './hub-config.ts';
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
