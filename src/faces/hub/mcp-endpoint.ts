@@ -124,6 +124,17 @@ export class McpEndpoint {
   // ------------------------------------------------------------ 2025 era: sessions in the store
 
   private async era2025(req: IncomingMessage, res: ServerResponse, caller: string, body: unknown): Promise<void> {
+    // MCP 2025-06-18 has no JSON-RPC batches (and initialize never was allowed in one): refused, nothing changes.
+    if (Array.isArray(body)) {
+      return sendJson(
+        res,
+        400,
+        jsonRpcError(
+          -32600,
+          'invalid request: JSON-RPC batches are not part of MCP 2025-06-18; send one message per POST',
+        ),
+      );
+    }
     const store = this.opts.store;
     const sid = req.headers['mcp-session-id'];
     if (typeof sid === 'string') {
