@@ -302,7 +302,14 @@ export class Engine {
 
   async continue(
     caller: string,
-    input: { taskId: string; prompt: string; idempotencyKey: string; timeoutSeconds?: number },
+    input: {
+      taskId: string;
+      prompt: string;
+      idempotencyKey: string;
+      timeoutSeconds?: number;
+      /** The operator continued the task for its caller (the dashboard): its queued event says so. */
+      by?: 'operator';
+    },
   ): Promise<AdmittedView> {
     const task = this.owned(caller, input.taskId);
     const hardMs = this.callerHardMs(input.timeoutSeconds);
@@ -338,7 +345,7 @@ export class Engine {
       n = this.store.insertRound(task.id, input.prompt);
       this.store.setTaskState(task.id, 'queued', now());
       this.store.putIdempotency(caller, input.idempotencyKey, { payloadHash: hash, taskId: task.id, round: n });
-      this.store.appendEvent(task.id, queuedEvent(n, input.timeoutSeconds));
+      this.store.appendEvent(task.id, queuedEvent(n, input.timeoutSeconds, input.by));
     });
     this.waiters.wake(task.id);
     this.schedule(task.id, n, input.prompt, task, hardMs);
@@ -1072,13 +1079,14 @@ export class Engine {
 }
 
 /** The `queued` lifecycle event of round `n`, naming the caller's own timeout when it chose one. */
-function queuedEvent(n: number, timeoutSeconds: number | undefined): NewTaskEvent {
+function queuedEvent(n: number, timeoutSeconds: number | undefined, by?: 'operator'): NewTaskEvent {
   return {
     time: now(),
     round: n,
     kind: 'lifecycle',
     state: 'queued',
     ...(timeoutSeconds !== undefined ? { timeoutSeconds } : {}),
+    ...(by ? { by } : {}),
   };
 }
 

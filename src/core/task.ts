@@ -81,6 +81,8 @@ export type TaskEventBody =
       abandoned?: boolean;
       /** On `queued`: the caller's own idle timeout, when it chose one. */
       timeoutSeconds?: number;
+      /** On `queued`: the operator started this round for the task's caller (a Continue from the dashboard). */
+      by?: 'operator';
     }
   /** A cancel was asked for, by the task's caller or the operator, or by a budget the round passed (`budget` says which). */
   | { kind: 'cancel_requested'; by?: 'caller' | 'operator' | 'budget'; budget?: string }

@@ -21,9 +21,11 @@ import {
   connectCaller,
   followToEnd,
   isolatedEnv,
+  runGroup,
   startHub,
   TEST_CALLERS,
   waitForEvent,
+  writeCliConfig,
   writeHubConfig,
 } from '../support/hub.ts';
 import { pidAlive, until } from '../support/poll.ts';
@@ -443,6 +445,37 @@ test('dashboard in headless Chromium: login, list, prompt, answer, live state, g
   const afterContinue = await followToEnd(alice, b.taskId);
   assert.equal(afterContinue.state, 'succeeded');
   assert.equal(afterContinue.last.round, 2);
+  // The operator's round reads as the operator's: on the caller's own events, on the page and in `baton tasks show`;
+  // the caller's own round stays unmarked.
+  const queued = afterContinue.events.filter((e) => e.kind === 'lifecycle' && e.state === 'queued');
+  assert.deepEqual(
+    queued.map((e) => [e.round, e.by]),
+    [
+      [1, undefined],
+      [2, 'operator'],
+    ],
+  );
+  assert.deepEqual(
+    await tabB.eval(
+      `[...document.querySelectorAll('#events li[data-kind="lifecycle"][data-state="queued"]')].map((li) => li.querySelector('.head').textContent + ': ' + li.querySelector('.text').textContent)`,
+    ),
+    ['r1 lifecycle: queued', 'r2 lifecycle: queued by the operator'],
+  );
+  const shown = await runGroup(
+    process.execPath,
+    [
+      join(REPO_ROOT, 'bin', 'baton.js'),
+      '--config',
+      writeCliConfig(hub, join(batonHome(dir), 'cli.json')),
+      'tasks',
+      'show',
+      b.taskId,
+    ],
+    isolatedEnv(dir),
+  );
+  assert.equal(shown.code, 0, shown.stderr);
+  assert.match(shown.stdout, /^ {2}\S+ r2 lifecycle queued by the operator$/m);
+  assert.match(shown.stdout, /^ {2}\S+ r1 lifecycle queued$/m);
 
   const logText = readFileSync(join(hub.stateDir, 'baton.log'), 'utf8');
   const logLines = logText
@@ -537,4 +570,143 @@ test('baton ui: a one-time login link that works once, and never the token in a 
   for (const secret of [code, again.split('/').pop()!, CONTROL_TOKEN, cookie.value as string]) {
     assert.equal([logText, hub.output()].join('\n').includes(secret), false, 'no code, token or session in logs');
   }
+});
+
+/** A dashboard session by the login form: its cookie, and the CSRF token and the form key of a task's page. */
+async function dashboardSession(url: string, taskId: string): Promise<{ cookie: string; csrf: string; key?: string }> {
+  const r = await fetch(`${url}/ui/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ token: CONTROL_TOKEN }),
+    redirect: 'manual',
+  });
+  assert.equal(r.status, 303);
+  const cookie = /^baton_ui=[^;]+/.exec(r.headers.get('set-cookie') ?? '')?.[0];
+  assert.ok(cookie);
+  const page = await (await fetch(`${url}/ui/tasks/${taskId}`, { headers: { cookie } })).text();
+  const csrf = /name="csrf"\s+value="([^"]+)"/.exec(page)?.[1];
+  assert.ok(csrf);
+  const key = /name="key" value="([^"]+)"/.exec(page)?.[1];
+  return { cookie, csrf, ...(key ? { key } : {}) };
+}
+
+/** An open event stream of the dashboard, read as text as it arrives. */
+class EventStream {
+  text = '';
+  /** Resolves when the hub ends the stream. */
+  readonly ended: Promise<void>;
+  private readonly watchers = new Set<() => void>();
+
+  constructor(body: ReadableStream<Uint8Array>) {
+    const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+    this.ended = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        this.text += value;
+        for (const w of this.watchers) w();
+      }
+    })();
+  }
+
+  /** Resolves once the text so far holds `fragment`; fails if the stream ends first. */
+  holds(fragment: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        if (!this.text.includes(fragment)) return;
+        this.watchers.delete(check);
+        resolve();
+      };
+      this.watchers.add(check);
+      check();
+      this.ended.then(() => {
+        if (!this.text.includes(fragment)) reject(new Error(`the stream ended without ${fragment}:\n${this.text}`));
+      });
+    });
+  }
+}
+
+test("logging out ends that session's open event streams: nothing more arrives on them", async (t) => {
+  const dir = tempDir(t, 'baton-ux-ui-logout-');
+  const { work, entry } = scriptedAgentSetup(dir);
+  const hub = await startHub(t, { dir, roots: [work], agents: { scripted: entry } });
+  const alice = await connectCaller(t, hub, 'alice');
+  const a = await call<{ taskId: string }>(alice, 'agent_run', {
+    agent: 'scripted',
+    prompt: script([{ stall: true }]),
+    cwd: work,
+    idempotencyKey: 'ui-logout',
+  });
+  const running = await waitForEvent(alice, a.taskId, (e) => e.kind === 'lifecycle' && e.state === 'running');
+
+  const follow = async (cookie: string) => {
+    const r = await fetch(`${hub.url}/ui/tasks/${a.taskId}/events?after=0`, { headers: { cookie } });
+    assert.equal(r.status, 200);
+    const stream = new EventStream(r.body!);
+    await stream.holds(`id: ${running.seq}\n`);
+    return stream;
+  };
+  const leaving = await dashboardSession(hub.url, a.taskId);
+  const staying = await dashboardSession(hub.url, a.taskId);
+  const [leavingStream, stayingStream] = [await follow(leaving.cookie), await follow(staying.cookie)];
+
+  const out = await fetch(`${hub.url}/ui/logout`, {
+    method: 'POST',
+    headers: { cookie: leaving.cookie, origin: hub.url, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ csrf: leaving.csrf }),
+    redirect: 'manual',
+  });
+  assert.equal(out.status, 303);
+  // The cancel comes after the logout, so every event it makes is one the ended session must not get.
+  await call(alice, 'agent_cancel', { taskId: a.taskId });
+  assert.equal((await followToEnd(alice, a.taskId)).state, 'cancelled');
+  await stayingStream.holds('event: end\n');
+  assert.match(stayingStream.text, /"kind":"cancel_requested"/, 'the other session still follows the task');
+  await leavingStream.ended;
+  assert.doesNotMatch(leavingStream.text, /cancel_requested|cancelled|event: end/, 'nothing after the logout');
+  const again = await fetch(`${hub.url}/ui/tasks/${a.taskId}/events?after=0`, { headers: { cookie: leaving.cookie } });
+  assert.equal(again.status, 401, 'the ended session opens no new stream');
+});
+
+test("the dashboard's Continue is refused when the task's caller may no longer reach its agent", async (t) => {
+  const dir = tempDir(t, 'baton-ux-ui-reauth-');
+  const { work, entry } = scriptedAgentSetup(dir);
+  const setup = {
+    dir,
+    roots: [work],
+    agents: { probe: entry, other: entry },
+    callers: { bob: { token: TEST_CALLERS.bob, agents: ['probe', 'other'] } },
+  };
+  const first = await startHub(t, setup);
+  const bob = await connectCaller(t, first, 'bob');
+  const run = await call<{ taskId: string }>(bob, 'agent_run', {
+    agent: 'probe',
+    prompt: script([{ reply: 'one' }]),
+    cwd: work,
+    idempotencyKey: 'ui-reauth',
+  });
+  assert.equal((await followToEnd(bob, run.taskId)).state, 'succeeded');
+  await first.stop();
+  // Restarted with bob narrowed to another agent: the operator cannot start work bob itself may no longer start.
+  const config = JSON.parse(readFileSync(first.configPath, 'utf8'));
+  config.callers.bob.agents = ['other'];
+  writeFileSync(first.configPath, JSON.stringify(config));
+  const hub = await startHub(t, setup);
+  const session = await dashboardSession(hub.url, run.taskId);
+  assert.ok(session.key, 'the ended task offers Continue');
+  const refused = await fetch(`${hub.url}/ui/tasks/${run.taskId}/continue`, {
+    method: 'POST',
+    headers: { cookie: session.cookie, origin: hub.url, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ csrf: session.csrf, key: session.key, prompt: script([{ reply: 'two' }]) }),
+    redirect: 'manual',
+  });
+  assert.equal(refused.status, 403);
+  assert.match(
+    await refused.text(),
+    /<p id="error">agent &quot;probe&quot; is not reachable for caller &quot;bob&quot;/,
+  );
+  const again = await connectCaller(t, hub, 'bob');
+  const status = await call<{ state: string; rounds: unknown[] }>(again, 'agent_status', { taskId: run.taskId });
+  assert.equal(status.rounds.length, 1, 'no round was added');
+  assert.equal(status.state, 'succeeded');
 });

@@ -44,6 +44,8 @@ test('events of kinds added later render generically: their text, else their fie
   const stored = (ev: Record<string, unknown>) => ({ ...base, ...ev }) as unknown as TaskEvent;
   assert.equal(eventText(stored({ kind: 'future', bytes: 3, ok: true })), 'bytes=3 ok=true');
   assert.equal(eventText({ ...base, kind: 'cancel_requested' }), '');
+  assert.equal(eventText({ ...base, kind: 'lifecycle', state: 'queued', by: 'operator' }), 'queued by the operator');
+  assert.equal(eventText({ ...base, kind: 'lifecycle', state: 'queued' }), 'queued');
   assert.equal(eventText(stored({ kind: 'usage', text: 'x', tokens: 5 })), 'text=x tokens=5');
 });
 

@@ -128,6 +128,11 @@ export class DashboardAuth {
     return s;
   }
 
+  /** Whether `session` is still one the hub holds and has not expired. */
+  isLive(session: Session): boolean {
+    return this.#sessions.get(session.key) === session && session.expires >= Date.now();
+  }
+
   /** Ends the session and clears its cookie. */
   logout(res: ServerResponse, session: Session): void {
     this.#sessions.delete(session.key);

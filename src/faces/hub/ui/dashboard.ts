@@ -116,7 +116,11 @@ export class Dashboard {
   // ------------------------------------------------------------ actions (POST)
 
   private async action(res: ServerResponse, path: string, session: Session, form: URLSearchParams) {
-    if (path === '/ui/logout') return this.auth.logout(res, session);
+    if (path === '/ui/logout') {
+      // The session's open streams end with it: a logged-out browser gets nothing more.
+      this.streams.closeOwnedBy(session.key);
+      return this.auth.logout(res, session);
+    }
     const m = /^\/ui\/tasks\/([A-Za-z0-9_-]{1,64})\/(cancel|continue)$/.exec(path);
     if (!m) return sendHtml(res, 404, notFound('No such action.'));
     const id = m[1]!;
@@ -139,10 +143,16 @@ export class Dashboard {
         if (!/^[A-Za-z0-9_-]{16,64}$/.test(key)) {
           return sendHtml(res, 400, refusedPage('Continue', html`Reload the page and try again. ${back}`));
         }
-        // The round is the task's caller's, as if it had continued it; the form's one-time key makes a resent form a
-        // replay instead of a second round.
+        // The round is the task's caller's, run as if it had continued it (so refused where the caller may no longer
+        // reach the agent), and recorded as the operator's; the form's one-time key makes a resent form a replay
+        // instead of a second round.
         const { caller } = this.opts.engine.status(OPERATOR, id, 0, 1);
-        await this.opts.engine.continue(String(caller), { taskId: id, prompt, idempotencyKey: `ui-${key}` });
+        await this.opts.engine.continue(String(caller), {
+          taskId: id,
+          prompt,
+          idempotencyKey: `ui-${key}`,
+          by: 'operator',
+        });
         this.opts.logger.info('dashboard continue', { taskId: id });
       }
     } catch (err) {
@@ -221,9 +231,11 @@ export class Dashboard {
     let after = Number(resume);
     if (!Number.isSafeInteger(after) || after < 0) after = 0;
     this.opts.engine.status(OPERATOR, id, after, 1); // 404 before the stream starts
-    const served = await this.streams.serve(res, async (out) => {
+    const served = await this.streams.serve(res, session.key, async (out) => {
       while (!out.signal.aborted) {
         const w = await this.opts.engine.wait(OPERATOR, id, after, MAX_WAIT_MS, out.signal);
+        // A session that expired or was dropped while the stream waited gets nothing more either.
+        if (!this.auth.isLive(session)) break;
         for (const ev of w.events) {
           const data = {
             seq: ev.seq,

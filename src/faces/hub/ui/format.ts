@@ -10,7 +10,12 @@ const str = (v: unknown) => (typeof v === 'string' ? stripTerminalControls(v) : 
 export function eventText(ev: TaskEvent): string {
   switch (ev.kind) {
     case 'lifecycle':
-      return [str(ev.state), ev.abandoned ? '(abandoned)' : '', ev.error ? `— ${str(ev.error)}` : '']
+      return [
+        str(ev.state),
+        ev.by === 'operator' ? 'by the operator' : '',
+        ev.abandoned ? '(abandoned)' : '',
+        ev.error ? `— ${str(ev.error)}` : '',
+      ]
         .filter(Boolean)
         .join(' ');
     case 'session':

@@ -1,5 +1,6 @@
 // The dashboard's server-sent event streams: a writer for one open stream, and the bounded set of open streams, each
-// a held connection, so the hub can end them all when it stops.
+// a held connection owned by the session that opened it, so a logout ends that session's streams and a stopping hub
+// ends them all.
 import type { ServerResponse } from 'node:http';
 
 /** One open event stream. `signal` aborts when the browser goes away or the hub ends the stream. */
@@ -11,33 +12,36 @@ export class SseWriter {
     this.signal = signal;
   }
 
-  /** One event; with an id, a reconnecting browser sends it back as Last-Event-ID. */
+  /** One event; with an id, a reconnecting browser sends it back as Last-Event-ID. Nothing once the stream is ended. */
   event(name: string, data: unknown, id?: number): void {
+    if (this.signal.aborted) return;
     const head = id === undefined ? '' : `id: ${id}\n`;
     this.#res.write(`${head}event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
   }
 
   /** A comment line: ignored by the browser, it keeps the connection visibly alive. */
   comment(text: string): void {
+    if (this.signal.aborted) return;
     this.#res.write(`: ${text}\n\n`);
   }
 }
 
 export class SseStreams {
   readonly #max: number;
-  readonly #open = new Set<AbortController>();
+  /** Each open stream's controller, with the key of the session that owns it. */
+  readonly #open = new Map<AbortController, string>();
   constructor(max: number) {
     this.#max = max;
   }
 
   /**
-   * Starts a stream on `res` and runs `follow` with its writer until `follow` returns or throws; the response then
-   * ends. False, with nothing written, while `max` streams are already open.
+   * Starts a stream on `res` for the session `owner` and runs `follow` with its writer until `follow` returns or
+   * throws; the response then ends. False, with nothing written, while `max` streams are already open.
    */
-  async serve(res: ServerResponse, follow: (out: SseWriter) => Promise<void>): Promise<boolean> {
+  async serve(res: ServerResponse, owner: string, follow: (out: SseWriter) => Promise<void>): Promise<boolean> {
     if (this.#open.size >= this.#max) return false;
     const gone = new AbortController();
-    this.#open.add(gone);
+    this.#open.set(gone, owner);
     res.once('close', () => gone.abort());
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
@@ -55,8 +59,13 @@ export class SseStreams {
     return true;
   }
 
+  /** Ends the open streams of one session (it logged out): nothing more is written to them. */
+  closeOwnedBy(owner: string): void {
+    for (const [s, o] of this.#open) if (o === owner) s.abort();
+  }
+
   /** Ends every open stream (the hub is stopping). */
   closeAll(): void {
-    for (const s of this.#open) s.abort();
+    for (const s of this.#open.keys()) s.abort();
   }
 }
