@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../../lib/log.ts';
 import { readBodyText } from '../../lib/net.ts';
 import type { ControlApi } from './control.ts';
-import { bearerFailure, unauthorized } from './http-auth.ts';
+import { bearerFailure, type LoopbackChecks, loopbackChecks, unauthorized } from './http-auth.ts';
 import { jsonRpcError, type McpEndpoint, sendJson } from './mcp-endpoint.ts';
 import type { Dashboard } from './ui/dashboard.ts';
 
@@ -27,7 +27,7 @@ export interface RouterOptions {
 
 export class HubRouter {
   readonly #opts: RouterOptions;
-  #allowed: { hosts: Set<string>; origins: Set<string> } | undefined;
+  #checks: LoopbackChecks | undefined;
 
   constructor(opts: RouterOptions) {
     this.#opts = opts;
@@ -35,10 +35,9 @@ export class HubRouter {
 
   async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
-    if (!this.#hostAllowed(req.headers.host)) return sendJson(res, 403, { error: 'host not allowed' });
-    const origin = req.headers.origin;
-    if (origin !== undefined && !this.#loopback().origins.has(origin))
-      return sendJson(res, 403, { error: 'origin not allowed' });
+    const checks = this.#loopback();
+    if (!checks.hostAllowed(req.headers.host)) return sendJson(res, 403, { error: 'host not allowed' });
+    if (!checks.originAllowed(req.headers.origin)) return sendJson(res, 403, { error: 'origin not allowed' });
 
     if (url.pathname === '/healthz') return sendJson(res, 200, { ok: true });
     if (url.pathname.startsWith('/control/')) return this.#opts.control.handle(req, res, url);
@@ -72,16 +71,9 @@ export class HubRouter {
     await this.#opts.endpoint.handle(req, res, caller, body);
   }
 
-  #hostAllowed(host: string | undefined): boolean {
-    return host !== undefined && this.#loopback().hosts.has(host);
-  }
-
-  /** The Host and Origin values the hub accepts, built once it listens (its port is fixed from then on). */
-  #loopback(): { hosts: Set<string>; origins: Set<string> } {
-    if (!this.#allowed) {
-      const hosts = ['127.0.0.1', 'localhost', '[::1]', this.#opts.listenHost].map((n) => `${n}:${this.#opts.port()}`);
-      this.#allowed = { hosts: new Set(hosts), origins: new Set(hosts.map((h) => `http://${h}`)) };
-    }
-    return this.#allowed;
+  /** The Host and Origin checks, made once the hub listens (its port is fixed from then on). */
+  #loopback(): LoopbackChecks {
+    this.#checks ??= loopbackChecks(this.#opts.listenHost, this.#opts.port());
+    return this.#checks;
   }
 }
