@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The `baton` command. Plain JS so that an older Node reaches the version check below instead of failing on syntax or
-// on `node:sqlite`; the program itself is the compiled dist/ (`npm run build`, run by `prepare`).
+// on `node:sqlite`; the program itself is the compiled dist/ (`npm run build`; `npm pack` and `npm start` run it).
 import { existsSync, mkdirSync } from 'node:fs';
 import module from 'node:module';
 import { homedir } from 'node:os';
@@ -16,7 +16,7 @@ if (major < 24) {
 const main = new URL('../dist/cli/main.js', import.meta.url);
 if (!existsSync(main)) {
   // A checkout that was never built: say how to build rather than print a module-resolution stack.
-  process.stderr.write('baton: dist/ is missing; run `npm run build` (or `npm ci`) in the baton checkout first.\n');
+  process.stderr.write('baton: dist/ is missing; run `npm run build` in the baton checkout first.\n');
   process.exit(1);
 }
 enableCompileCache();

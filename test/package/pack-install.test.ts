@@ -61,7 +61,7 @@ test('the packed tarball installs into a fresh prefix and runs under Node 24 wit
   const dir = tempDir(t, 'baton-pack-');
   const npm = { env: npmEnv(), timeout: STEP_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 };
 
-  // `npm test` has just built dist/; --ignore-scripts keeps `prepare` from rebuilding it under running tests.
+  // `npm test` has just built dist/; --ignore-scripts keeps `prepack` from rebuilding it under running tests.
   const packed = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], {
     ...npm,
     cwd: REPO_ROOT,
@@ -90,6 +90,9 @@ test('the packed tarball installs into a fresh prefix and runs under Node 24 wit
   const installed = JSON.parse(readFileSync(join(prefix, 'node_modules', 'baton-mcp', 'package.json'), 'utf8'));
   for (const dev of ['@openai/codex', 'typescript', '@biomejs/biome'])
     assert.ok(!(dev in (installed.dependencies ?? {})), `${dev} is not a runtime dependency`);
+  // Nothing runs at install time: npm warns about (and may refuse) a package that brings its own install scripts.
+  for (const script of ['preinstall', 'install', 'postinstall', 'prepare'])
+    assert.ok(!(script in (installed.scripts ?? {})), `the package carries no ${script} script`);
 
   // A PATH with this Node (24) under the name `node` for the bin's shebang, and nothing from the checkout.
   const nodeBin = join(dir, 'node-bin');
