@@ -31,6 +31,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { run } from 'node:test';
 import { spec } from 'node:test/reporters';
 import { parseArgs } from 'node:util';
+import { prereqProblem } from './prereqs.mjs';
 
 // Files known to take longest (real agents, Chromium, npm pack), for a first run with no recorded times. A name that
 // no longer exists is ignored; a new slow file simply runs in name order until its time is recorded.
@@ -73,6 +74,16 @@ const { values, positionals } = parseArgs({
     prepare: { type: 'boolean', default: false },
   },
 });
+
+// `npm test` on a machine without the system packages the suite drives stops here, in one line with the command that
+// installs them, not deep inside a test with a stack trace (the list: scripts/prereqs.mjs).
+if (values.prepare) {
+  const problem = prereqProblem();
+  if (problem) {
+    console.error(`npm test: ${problem}`);
+    process.exit(1);
+  }
+}
 
 /** Runs the commands one after another (npm puts node_modules/.bin first on PATH); resolves to their output and
  * whether all passed. Output is held back so the two chains never interleave. */
