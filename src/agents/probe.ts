@@ -4,6 +4,7 @@
 import { type ChildGroup, withGroupScope } from '../lib/process-group.ts';
 import { redactError } from '../lib/redact.ts';
 import type { Agent, AgentProbe, ProbeRequest } from './agent.ts';
+import { checkTestedVersion, testedAgentOf } from './tested-versions.ts';
 
 export const DEFAULT_PROBE_TIMEOUT_MS = 20_000;
 /** Grace between SIGTERM and SIGKILL for a probe's leftover group. */
@@ -37,7 +38,7 @@ export async function probeAgent(agent: Agent, opts: ProbeOptions = {}): Promise
         timeoutMs,
       );
     });
-    return await Promise.race([probe, deadline]);
+    return withVersionVerdict(await Promise.race([probe, deadline]));
   } catch (err) {
     return { name: agent.name, kind: agent.kind, available: false, detail: redactError(err) };
   } finally {
@@ -49,4 +50,19 @@ export async function probeAgent(agent: Agent, opts: ProbeOptions = {}): Promise
       }),
     );
   }
+}
+
+/**
+ * The probe with the verdict on its version (rule: free-probes): a refused version makes the agent unavailable
+ * with that one line as the detail; an untested newer one stays available and says so.
+ */
+export function withVersionVerdict(probe: AgentProbe): AgentProbe {
+  const agent = testedAgentOf(probe.kind, probe.binary ? [probe.binary] : undefined);
+  if (!agent) return probe;
+  const verdict = checkTestedVersion(agent, probe.version);
+  // A refused version explains whatever else failed after it (an app-server that did not start, say).
+  if (verdict.outcome === 'refused') return { ...probe, available: false, detail: verdict.message };
+  if (verdict.outcome === 'untested' && probe.available)
+    return { ...probe, detail: probe.detail ? `${verdict.message}; ${probe.detail}` : verdict.message };
+  return probe;
 }

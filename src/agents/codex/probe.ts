@@ -9,6 +9,7 @@ import { captureCommand } from '../../lib/capture.ts';
 import type { ChildGroup } from '../../lib/process-group.ts';
 import { redact } from '../../lib/redact.ts';
 import type { AgentProbe } from '../agent.ts';
+import { checkTestedVersion } from '../tested-versions.ts';
 import type { CodexAgentConfig } from './config.ts';
 import { codexChildEnv, codexCommand } from './env.ts';
 import { CODEX_CLIENT_INFO, EXIT_ON_EOF_GRACE_MS } from './session.ts';
@@ -51,6 +52,10 @@ export async function probeCodex(opts: CodexProbeOptions): Promise<AgentProbe> {
     };
   }
   const { text: versionText, version: parsed } = readCodexVersionOutput(version.stdout);
+  // A Codex baton does not support is reported as such, without starting it (rule: free-probes).
+  const verdict = checkTestedVersion('codex', parsed?.text);
+  if (verdict.outcome === 'refused')
+    return { ...base, available: false, version: parsed?.text, detail: verdict.message };
   const login = await run(['login', 'status']);
   const loginState = login.code === 0 ? 'ok' : login.code === 1 ? 'missing' : 'unknown';
   const details: string[] = [];

@@ -11,6 +11,7 @@ import { redact } from '../../lib/redact.ts';
 import { BATON_VERSION } from '../../version.ts';
 import type { AgentContext, AgentEvent, AgentSession, OpenSessionOptions, TurnOptions } from '../agent.ts';
 import { EventQueue } from '../event-queue.ts';
+import { checkTestedVersion } from '../tested-versions.ts';
 import type { CodexAgentConfig } from './config.ts';
 import { type ActiveTurn, applyTurnNotification, finalText } from './events.ts';
 import type { PreparedHome } from './home.ts';
@@ -84,6 +85,10 @@ export class CodexSession implements AgentSession {
 
   async start(opts: OpenSessionOptions): Promise<void> {
     await this.client.connect();
+    // The version the app-server names (rule: free-probes): refused outside what baton supports, warned when newer.
+    const verdict = checkTestedVersion('codex', this.client.serverVersion);
+    if (verdict.outcome === 'refused') throw new Error(verdict.message);
+    if (verdict.outcome === 'untested') this.ctx.logger.warn(`codex: ${verdict.message}`);
     const common = {
       cwd: opts.cwd,
       sandbox: opts.sandbox,

@@ -23,6 +23,7 @@ import type {
   ToolFamily,
   TurnOptions,
 } from '../agent.ts';
+import { checkTestedVersion } from '../tested-versions.ts';
 import { OpenCodeClient, type OpenCodeEvent, type Part } from './client.ts';
 import { MODEL_PATTERN, type OpenCodeAgentConfig } from './config.ts';
 import { startOpenCodeServer } from './serve.ts';
@@ -113,6 +114,13 @@ export class OpenCodeAgent implements Agent {
         throw err;
       });
       client = server.client;
+      const verdict = checkTestedVersion('opencode', server.version);
+      if (verdict.outcome === 'refused') {
+        await server.stop();
+        home.auth.writeBack();
+        throw new Error(verdict.message);
+      }
+      if (verdict.outcome === 'untested') this.ctx.logger.warn(`opencode: ${verdict.message}`);
       stop = async () => {
         await server.stop();
         // Only once opencode has exited can its copy of the login no longer change.

@@ -4,6 +4,7 @@
 // Sends to one thread are sequenced; when a timed-out turn cannot be shown to have stopped, the socket is closed rather
 // than risk overlapping turns.
 
+import { checkTestedVersion } from '../../agents/tested-versions.ts';
 import { CodexAppServerClient, type CodexServerRequest } from '../../codex/app-server-client.ts';
 import { codexDecline } from '../../codex/declines.ts';
 import type {
@@ -96,6 +97,12 @@ class CodexConnection implements HarnessConnection {
 
   async open(): Promise<void> {
     await this.client.connect();
+    // Refused before any thread is read when the Codex behind the socket is one baton does not support.
+    const verdict = checkTestedVersion('codex', this.client.serverVersion);
+    if (verdict.outcome === 'refused') {
+      this.client.close();
+      throw new AttachError(verdict.message);
+    }
   }
 
   async health(signal?: AbortSignal): Promise<HarnessHealth> {

@@ -9,6 +9,7 @@ import {
   type Part,
   type Session,
 } from '../../agents/opencode/client.ts';
+import { checkTestedVersion } from '../../agents/tested-versions.ts';
 import { AttachError } from './errors.ts';
 import {
   type ChatMessage,
@@ -35,6 +36,8 @@ export const connectOpenCode: HarnessConnector = async (req: ConnectRequest) => 
   const connection = new OpenCodeConnection(client, req.directory);
   const health = await connection.health(req.signal);
   if (!health.healthy) throw new AttachError(`the OpenCode server at ${req.origin} reports it is not healthy`);
+  const verdict = checkTestedVersion('opencode', health.version);
+  if (verdict.outcome === 'refused') throw new AttachError(verdict.message);
   return connection;
 };
 
