@@ -55,6 +55,25 @@ export interface OpenSessionOptions {
    * two-deadlines).
    */
   onActivity?: () => void;
+  /**
+   * Present when the operator's approval policy for this caller and agent is `ask` (rule: approvals): the adapter hands
+   * each permission request of a turn here instead of denying it, and answers the agent with the decision it resolves
+   * to. It never rejects; `deny` is its answer when nobody answers in time or the round stops.
+   */
+  ask?: (request: PermissionAsk) => Promise<PermissionDecision>;
+}
+
+/** How a permission request may be answered: once or for the rest of the session, allowed or denied. */
+export type PermissionDecision = 'allow' | 'allow_always' | 'deny' | 'deny_always';
+
+/** A permission request as the one who answers it is shown it: lossy, never the request's arguments. */
+export interface PermissionAsk {
+  /** The family of what is asked for. */
+  family: ToolFamily;
+  /** What it is about, said generically (the same text the `permission` event carries). */
+  what: string;
+  /** The decisions the agent offers; `deny` always among them (a request can always be refused). */
+  options: PermissionDecision[];
 }
 
 export interface TurnOptions {

@@ -91,8 +91,19 @@ export function registerTasksCommand(program: Command): void {
       }
       // The target column shows once a listed task ran anywhere but the default `local`.
       const targets = rows.some((t) => (t.target ?? 'local') !== 'local');
+      // Likewise the usage column, once a listed task's agent reported any.
+      const usage = rows.some((t) => t.usage);
       table(
-        ['TASK', 'CALLER', 'AGENT', ...(targets ? ['TARGET'] : []), 'STATE', 'ROUND', 'USAGE', 'UPDATED'],
+        [
+          'TASK',
+          'CALLER',
+          'AGENT',
+          ...(targets ? ['TARGET'] : []),
+          'STATE',
+          'ROUND',
+          ...(usage ? ['USAGE'] : []),
+          'UPDATED',
+        ],
         rows.map((t) => [
           t.taskId,
           t.caller,
@@ -100,7 +111,7 @@ export function registerTasksCommand(program: Command): void {
           ...(targets ? [t.target ?? 'local'] : []),
           t.state,
           String(t.round),
-          usageText(t.usage),
+          ...(usage ? [usageText(t.usage)] : []),
           localTime(t.updatedAt),
         ]),
       );
@@ -138,6 +149,12 @@ export function registerTasksCommand(program: Command): void {
         ['updated', localTime(status.updatedAt)],
         ['error', status.error],
         ['queue', status.queue ? `position ${status.queue.position}: ${status.queue.why}` : null],
+        [
+          'waiting',
+          status.waiting
+            ? `request ${status.waiting.requestId}: ${status.waiting.what} (${status.waiting.kind}); options ${status.waiting.options.join(', ')}; denied at ${localTime(status.waiting.expiresAt)} — baton tasks approve|deny ${status.taskId} ${status.waiting.requestId}`
+            : null,
+        ],
         ['usage', status.usage ? usageText(status.usage) : null],
         ['result', status.result?.chars ? `${status.result.chars} characters: ${status.result.preview}` : null],
       ];
@@ -243,6 +260,26 @@ export function registerTasksCommand(program: Command): void {
           : `cancel requested for ${t.taskId} (round ${t.round}); \`baton tasks tail ${t.taskId}\` shows the end`,
       );
     });
+
+  for (const verb of ['approve', 'deny'] as const) {
+    tasks
+      .command(`${verb} <id> <request>`)
+      .description(
+        verb === 'approve'
+          ? 'Allow the permission request a task waits for (its `waiting.requestId`, shown by tasks show).'
+          : 'Deny the permission request a task waits for.',
+      )
+      .option('--always', 'for the rest of the agent session, where the request offers it')
+      .option('--json', 'print the task as JSON')
+      .action(async (id: string, requestId: string, opts: { always?: boolean; json?: boolean }) => {
+        const cfg = await config();
+        const decision = `${verb === 'approve' ? 'allow' : 'deny'}${opts.always ? '_always' : ''}`;
+        const q = new URLSearchParams({ request: requestId, decision });
+        const t = await request<OperatorTask>(cfg, 'POST', `/control/tasks/${taskPath(id)}/respond?${q}`);
+        if (opts.json) return json(t);
+        out(`${decision.replace('_', ' ')}: request ${requestId} of task ${t.taskId} answered`);
+      });
+  }
 
   tasks
     .command('usage')

@@ -5,7 +5,7 @@
 // recovery is recovery.ts; the shapes callers read are views.ts.
 import { createHash, randomBytes } from 'node:crypto';
 import { realpathSync, statSync } from 'node:fs';
-import type { Agent, AgentProbe, AgentSession, Sandbox } from '../agents/agent.ts';
+import type { Agent, AgentProbe, AgentSession, PermissionDecision, Sandbox } from '../agents/agent.ts';
 import { probeAgent } from '../agents/probe.ts';
 import type { ExecutionTarget } from '../agents/targets/target.ts';
 import { cutCodePoints } from '../lib/chars.ts';
@@ -14,6 +14,7 @@ import type { Logger } from '../lib/log.ts';
 import { isWithin, realish } from '../lib/paths.ts';
 import { stopGroup } from '../lib/process-group.ts';
 import { redact, redactDeep, redactError } from '../lib/redact.ts';
+import { Approvals, DEFAULT_APPROVAL_TIMEOUT_MS } from './approvals.ts';
 import { defaultMaxRunning, RunCaps } from './caps.ts';
 import { findWorkTree, type GitSnapshot, snapshot } from './git.ts';
 import { type LockScope, WorkspaceLocks } from './locks.ts';
@@ -155,6 +156,10 @@ export interface EngineOptions {
   budgetOf?: (caller: string) => Budget;
   /** Where worktree-isolated tasks get their worktrees (rule: worktrees-outside); beside baton's dirs unless set. */
   worktreesDir?: string;
+  /** The approval policy for a caller and agent (rule: approvals); `deny` unless set. */
+  approvalPolicy?: (caller: string, agent: string) => 'ask' | 'deny';
+  /** How long a parked permission request waits before it is denied as timed out; DEFAULT_APPROVAL_TIMEOUT_MS unless set. */
+  approvalTimeoutMs?: number;
 }
 
 export interface RunInput {
@@ -211,6 +216,7 @@ export class Engine {
   private readonly opts: EngineOptions;
   private readonly store: Store;
   private readonly caps: RunCaps;
+  private readonly approvals: Approvals;
   private readonly locks: WorkspaceLocks;
   private readonly waiters: Waiters;
   private readonly log: TaskLog;
@@ -239,6 +245,12 @@ export class Engine {
       ...(opts.agentMaxRunning ? { agentMaxRunning: opts.agentMaxRunning } : {}),
     });
     this.locks = new WorkspaceLocks(this.caps);
+    this.approvals = new Approvals((taskId, event) => {
+      // After the events already received, so the log keeps their order.
+      this.log.flushForRead();
+      this.store.durableTx(() => this.store.appendEvent(taskId, event));
+      this.waiters.wake(taskId);
+    });
     this.waiters = new Waiters(opts.newsLingerMs);
     this.log = new TaskLog(opts.store, this.waiters, opts.logger);
     this.privateDirs = [opts.stateDir, ...(opts.privateDirs ?? [])].map(realish);
@@ -787,6 +799,18 @@ export class Engine {
           signal: roundSignal,
           onActivity: touch,
           onProcessGroup: (pgid) => this.store.addWorker({ pgid, taskId, leaderStart: leaderStartTime(pgid) }, now()),
+          ...(this.opts.approvalPolicy?.(task.caller, task.agent) === 'ask'
+            ? {
+                ask: (request) =>
+                  this.approvals.park(request, {
+                    taskId,
+                    round: n,
+                    timeoutMs: this.opts.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
+                    signal: roundSignal,
+                    touch,
+                  }),
+              }
+            : {}),
         });
         // Only rounds record a task's session id, one at a time: the row read as this round began still holds it.
         if (entry.session.id) this.log.recordSession(taskId, n, entry.session.id, task.sessionId);
@@ -881,6 +905,16 @@ export class Engine {
     );
     this.waiters.wake(task.id);
     entry.controller.abort(new Error(`budget exceeded: ${over}`));
+  }
+
+  /**
+   * Answers a permission request the task's round waits for (rule: approvals): by the task's own caller (another
+   * caller's task is not found) or the operator. A request not pending or a decision not offered changes nothing.
+   */
+  respond(reader: Reader, taskId: string, requestId: string, decision: PermissionDecision): TaskView {
+    const task = this.owned(reader, taskId);
+    this.approvals.respond(task.id, requestId, decision, cancelOrigin(reader));
+    return this.readerView(reader, this.mustGet(task.id));
   }
 
   /** Refuses a new round while the caller's usage today has reached a daily budget (rule: usage-budgets). */
@@ -1073,8 +1107,12 @@ export class Engine {
   /** A task's view; a queued round also says where it stands in the queue and why it waits (rule: run-caps). */
   private view(task: TaskRow): TaskView {
     const view = { ...taskView(this.store, task), target: this.opts.targetOf?.(task.agent)?.name ?? 'local' };
-    const queue = task.state === 'queued' ? this.locks.waiting(task.id) : undefined;
-    return queue ? { ...view, queue } : view;
+    if (task.state === 'queued') {
+      const queue = this.locks.waiting(task.id);
+      return queue ? { ...view, queue } : view;
+    }
+    const waiting = task.state === 'running' ? this.approvals.waitingOf(task.id) : undefined;
+    return waiting ? { ...view, waiting } : view;
   }
 }
 

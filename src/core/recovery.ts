@@ -34,10 +34,14 @@ export async function recoverAfterCrash(
     // A round that never started (queued behind a lock or a run cap) ran nothing: it is interrupted all the same, not
     // started by the new daemon, and says so (rule: run-caps).
     const started = store.roundSummary(t.id, t.rounds)?.startedAt;
+    // A round parked on a permission request says so (rule: approvals): the agent that asked is gone with the daemon.
+    const waiting = started ? store.unansweredApproval(t.id, t.rounds) : undefined;
     store.tx(() => {
-      const msg = started
-        ? 'the daemon stopped before this round finished; continue the task to resume its session'
-        : 'the daemon stopped while this round was queued; it never started and nothing ran: continue the task to queue it again';
+      const msg = waiting
+        ? `the daemon stopped while this round waited for an answer to permission request ${waiting.requestId} (${waiting.what}); the agent process that asked is gone: continue the task to resume its session`
+        : started
+          ? 'the daemon stopped before this round finished; continue the task to resume its session'
+          : 'the daemon stopped while this round was queued; it never started and nothing ran: continue the task to queue it again';
       store.updateRound(t.id, t.rounds, { state: 'interrupted', endedAt: now(), error: msg });
       store.setTaskState(t.id, 'interrupted', now(), msg);
       store.appendEvent(t.id, { time: now(), round: t.rounds, kind: 'lifecycle', state: 'interrupted' });

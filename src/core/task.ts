@@ -94,6 +94,18 @@ export type TaskEventBody =
   | { kind: 'permission'; decision: 'denied' | 'allowed'; what: string }
   | { kind: 'usage'; inputTokens?: number; outputTokens?: number; costUsd?: number; sessionCostUsd?: number }
   | { kind: 'error'; message: string }
+  /** A permission request parked the round until someone answers it (rule: approvals); its lossy description only. */
+  | {
+      kind: 'approval_requested';
+      requestId: string;
+      /** The view's `waiting.kind`: the family of what is asked for. */
+      family: ToolFamily;
+      what: string;
+      options: string[];
+      expiresAt: string;
+    }
+  /** Who answered a parked request, and how. */
+  | { kind: 'approval_answered'; requestId: string; decision: string; by: string }
   /**
    * Streamed answer text (rule: live-text). A page read without message text (a status glance, rule: event-pages)
    * carries `chars`, the text's length in code points, instead of `text`; `capped` marks the round's last piece once

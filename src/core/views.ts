@@ -1,6 +1,7 @@
 // What the engine shows of a task: the shapes callers, the control endpoint and the dashboard read, built from store
 // rows. Nothing here changes state.
 import type { AgentProbe } from '../agents/agent.ts';
+import type { WaitingView } from './approvals.ts';
 import type { QueueWait } from './locks.ts';
 import type { ResultSummary, Store } from './store.ts';
 import { type Isolation, isTerminal, type RoundSummary, type TaskEvent, type TaskRow } from './task.ts';
@@ -25,6 +26,8 @@ export interface TaskView {
   usage?: Usage & { agent: string };
   /** A queued round's place in the admission queue and why it waits (rule: run-caps). */
   queue?: QueueWait;
+  /** The permission request a running round waits for (rule: approvals). */
+  waiting?: WaitingView;
   [k: string]: unknown;
 }
 

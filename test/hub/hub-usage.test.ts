@@ -7,8 +7,17 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { startResponsesMock } from '../codex/support.ts';
 import { reply } from '../mock-models/responses.ts';
-import { bins } from '../support/bins.ts';
-import { CONTROL_TOKEN, call, connectCaller, followToEnd, startHub } from '../support/hub.ts';
+import { bins, REPO_ROOT } from '../support/bins.ts';
+import {
+  CONTROL_TOKEN,
+  call,
+  connectCaller,
+  followToEnd,
+  isolatedEnv,
+  runGroup,
+  startHub,
+  writeCliConfig,
+} from '../support/hub.ts';
 import { acpScript, scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -93,6 +102,26 @@ test('ACP: a round counts its rise of the session cost and the tokens reported; 
     headers: { Authorization: `Bearer ${CONTROL_TOKEN}` },
   });
   assert.equal(bad.status, 400);
+
+  // `baton tasks`: a USAGE column once a listed task has usage; `tasks usage` the period's totals.
+  const cli = writeCliConfig(hub, join(dir, 'cli', 'config.json'));
+  const baton = (...args: string[]) =>
+    runGroup(
+      process.execPath,
+      [join(REPO_ROOT, 'bin', 'baton.js'), '--config', cli, 'tasks', ...args],
+      isolatedEnv(dir),
+    );
+  const listed2 = await baton('list');
+  assert.equal(listed2.code, 0, listed2.stderr);
+  assert.match(listed2.stdout, /^TASK\s+CALLER\s+AGENT\s+STATE\s+ROUND\s+USAGE\s+UPDATED$/m);
+  assert.match(
+    listed2.stdout,
+    new RegExp(`${run.taskId}\\s+alice\\s+scripted\\s+succeeded\\s+2\\s+110 in · 22 out · \\$1\\.0000\\s`),
+  );
+  assert.match(listed2.stdout, new RegExp(`${silent.taskId}\\s+bob\\s+scripted\\s+succeeded\\s+1\\s+-\\s`));
+  const period = await baton('usage');
+  assert.equal(period.code, 0, period.stderr);
+  assert.match(period.stdout, /^alice\s+scripted\s+110 in · 22 out · \$1\.0000$/m);
 
   // The dashboard: the task's usage and each round's, and the period's totals on the list page.
   const login = await fetch(`${hub.url}/ui/login`, {

@@ -17,6 +17,7 @@ export const HUB_TOOL_NAMES = [
   'agent_cancel',
   'agent_continue',
   'agent_list',
+  'agent_respond',
   'agent_result',
   'agent_run',
   'agent_status',
@@ -35,7 +36,10 @@ export interface HubSetup {
   agents: Record<string, Record<string, unknown>>;
   /** Execution targets by name (the config's `targets`). */
   targets?: Record<string, Record<string, unknown>>;
-  callers?: Record<string, { token: string; agents?: string[]; limits?: Record<string, number> }>;
+  callers?: Record<
+    string,
+    { token: string; agents?: string[]; limits?: Record<string, number>; approvals?: Record<string, string> }
+  >;
   limits?: { idleTimeoutMs?: number; hardTimeoutMs?: number; cancelGraceMs?: number } & Record<string, unknown>;
   /** Listen port (default 0: any free port). */
   port?: number;

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { budgetOf, ConfigError, loadConfig } from '../../src/faces/hub/config.ts';
+import { approvalPolicyOf, budgetOf, ConfigError, loadConfig } from '../../src/faces/hub/config.ts';
 import { tempDir } from '../support/tmp.ts';
 
 function writer(t: Parameters<typeof tempDir>[0]) {
@@ -108,4 +108,40 @@ test('budgets: hub-wide limits, a caller’s own in their place; zero, negative 
     () => loadConfig(write({ callers: { alice: { token: 'a'.repeat(40), limits: { maxRunning: 2 } } } })),
     (err: Error) => /callers\.alice\.limits: unknown key\(s\) maxRunning/.test(err.message),
   );
+});
+
+test('approvals: ask per caller and agent; ask on a kind that cannot ask, an unknown agent or policy, a non-positive timeout are refused', (t) => {
+  const write = writer(t);
+  const agents = { claude: { kind: 'claude' }, gemini: { kind: 'acp', command: ['gemini', '--acp'] } };
+  const cfg = loadConfig(
+    write({
+      agents,
+      limits: { approvalTimeoutMs: 60_000 },
+      callers: { alice: { token: 'a'.repeat(40), approvals: { gemini: 'ask', claude: 'deny' } } },
+    }),
+  );
+  assert.equal(approvalPolicyOf(cfg, 'alice', 'gemini'), 'ask');
+  assert.equal(approvalPolicyOf(cfg, 'alice', 'claude'), 'deny');
+  assert.equal(approvalPolicyOf(cfg, 'bob', 'gemini'), 'deny', 'deny unless configured');
+  assert.equal(cfg.limits.approvalTimeoutMs, 60_000);
+  const refused = (extra: Record<string, unknown>, pattern: RegExp) =>
+    assert.throws(
+      () => loadConfig(write({ agents, ...extra })),
+      (err: Error) => err instanceof ConfigError && pattern.test(err.message),
+      String(pattern),
+    );
+  refused(
+    { callers: { alice: { token: 'a'.repeat(40), approvals: { claude: 'ask' } } } },
+    /callers\.alice\.approvals\.claude: "ask" is refused: Claude Code runs with a fixed tool list/,
+  );
+  refused(
+    { callers: { alice: { token: 'a'.repeat(40), approvals: { ghost: 'ask' } } } },
+    /approvals: unknown agent "ghost"/,
+  );
+  refused(
+    { callers: { alice: { token: 'a'.repeat(40), approvals: { gemini: 'maybe' } } } },
+    /callers\.alice\.approvals\.gemini: /,
+  );
+  refused({ limits: { approvalTimeoutMs: 0 } }, /limits\.approvalTimeoutMs: must be a positive number/);
+  refused({ limits: { approvalTimeoutMs: -5 } }, /limits\.approvalTimeoutMs: /);
 });

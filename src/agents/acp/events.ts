@@ -2,7 +2,7 @@
 // tool arguments, outputs, titles and paths never do (rules: commentary-only, fail-closed-status).
 import type { PermissionOption, PromptResponse, SessionUpdate, ToolKind } from '@agentclientprotocol/sdk';
 import { statusLine } from '../../lib/text.ts';
-import type { AgentEvent, ToolFamily } from '../agent.ts';
+import type { AgentEvent, PermissionDecision, ToolFamily } from '../agent.ts';
 
 const FAMILY_BY_KIND: Record<ToolKind, ToolFamily> = {
   execute: 'command',
@@ -43,6 +43,27 @@ export function choosePermissionOption(options: PermissionOption[], allow: boole
     if (option) return option;
   }
   return undefined;
+}
+
+const DECISION_BY_KIND: Record<PermissionOption['kind'], PermissionDecision> = {
+  allow_once: 'allow',
+  allow_always: 'allow_always',
+  reject_once: 'deny',
+  reject_always: 'deny_always',
+};
+
+/** The decisions a request's options offer (rule: approvals); `deny` always, as a request can be cancelled. */
+export function offeredDecisions(options: PermissionOption[]): PermissionDecision[] {
+  const offered = new Set<PermissionDecision>(['deny']);
+  for (const o of options) offered.add(DECISION_BY_KIND[o.kind]);
+  return (['allow', 'allow_always', 'deny', 'deny_always'] as const).filter((d) => offered.has(d));
+}
+
+/** The option a decision picks; undefined for a `deny` the agent offers no reject option for (answered cancelled). */
+export function optionFor(options: PermissionOption[], decision: PermissionDecision): PermissionOption | undefined {
+  const exact = options.find((o) => DECISION_BY_KIND[o.kind] === decision);
+  if (exact || decision.startsWith('allow')) return exact;
+  return options.find((o) => o.kind === 'reject_once') ?? options.find((o) => o.kind === 'reject_always');
 }
 
 /** Per-turn memory needed to turn tool updates into exactly one start and one end per tool call. */

@@ -39,7 +39,9 @@ export function resolveBinary(command: string, env: Record<string, string>): str
 
 export interface AcpHandlers {
   onUpdate(notification: acp.SessionNotification): void;
-  onPermission(request: acp.RequestPermissionRequest): acp.RequestPermissionResponse;
+  onPermission(
+    request: acp.RequestPermissionRequest,
+  ): acp.RequestPermissionResponse | Promise<acp.RequestPermissionResponse>;
 }
 
 export class AgentStartError extends Error {

@@ -11,8 +11,11 @@ import { type AcpConfig, DEFAULT_CANCEL_GRACE_MS } from './config.ts';
 import {
   choosePermissionOption,
   mapSessionUpdate,
+  offeredDecisions,
+  optionFor,
   permissionWhat,
   ToolCallTracker,
+  toolFamily,
   usageFromPromptResponse,
 } from './events.ts';
 import { AcpProcess, AgentStartError } from './process.ts';
@@ -23,6 +26,8 @@ type EndEvent = Extract<AgentEvent, { kind: 'end' }>;
 interface ActiveTurn {
   queue: EventQueue<AgentEvent>;
   tools: ToolCallTracker;
+  /** The turn's cancel: a permission request still pending when it fires is answered `cancelled`, as ACP asks. */
+  signal: AbortSignal;
 }
 
 export class ResumeUnsupportedError extends AgentStartError {
@@ -52,12 +57,15 @@ export class AcpAgentSession implements AgentSession {
   private abandoned: Promise<unknown> | undefined;
   private closing: Promise<void> | undefined;
   private readonly sandbox: Sandbox;
+  /** Where permission requests go when the approval policy is `ask` (rule: approvals). */
+  private readonly ask: OpenSessionOptions['ask'];
 
-  private constructor(agentName: string, config: AcpConfig, logger: Logger, sandbox: Sandbox) {
+  private constructor(agentName: string, config: AcpConfig, logger: Logger, opts: OpenSessionOptions) {
     this.agentName = agentName;
     this.config = config;
     this.logger = logger;
-    this.sandbox = sandbox;
+    this.sandbox = opts.sandbox;
+    this.ask = opts.ask;
   }
 
   /** Starts the agent in `opts.cwd` and creates (or, with `opts.resume`, loads) a session. Never passes MCP servers. */
@@ -68,7 +76,7 @@ export class AcpAgentSession implements AgentSession {
     opts: OpenSessionOptions,
     target?: ExecutionTarget,
   ) {
-    const session = new AcpAgentSession(agentName, config, logger, opts.sandbox);
+    const session = new AcpAgentSession(agentName, config, logger, opts);
     session.proc = await AcpProcess.start({
       agentName,
       config,
@@ -134,12 +142,32 @@ export class AcpAgentSession implements AgentSession {
     for (const event of mapSessionUpdate(notification.update, turn.tools)) turn.queue.push(event);
   }
 
-  private onPermission(request: acp.RequestPermissionRequest): acp.RequestPermissionResponse {
+  private async onPermission(request: acp.RequestPermissionRequest): Promise<acp.RequestPermissionResponse> {
+    const turn = this.active;
+    const what = permissionWhat(request.toolCall.kind);
+    // With the `ask` policy a request of the running turn waits for a person's or the caller's decision (rule:
+    // approvals); a read-only task still never grants anything.
+    if (this.ask && this.sandbox !== 'read-only' && turn && request.sessionId === this.sessionId) {
+      const decision = await this.ask({
+        family: toolFamily(request.toolCall.kind),
+        what,
+        options: offeredDecisions(request.options),
+      });
+      if (turn.signal.aborted) return { outcome: { outcome: 'cancelled' } };
+      const option = optionFor(request.options, decision);
+      const granted = option?.kind.startsWith('allow') === true;
+      if (this.active === turn) turn.queue.push({ kind: 'permission', decision: granted ? 'allowed' : 'denied', what });
+      return { outcome: option ? { outcome: 'selected', optionId: option.optionId } : { outcome: 'cancelled' } };
+    }
+    return this.decide(request, what);
+  }
+
+  /** The config's answer without asking: deny, or grant where the agent entry allows it (rule: deny-and-report). */
+  private decide(request: acp.RequestPermissionRequest, what: string): acp.RequestPermissionResponse {
     // A read-only task never grants anything, whatever the agent's config allows.
     const allow = this.config.allowPermissions === true && this.sandbox !== 'read-only';
     const option = choosePermissionOption(request.options, allow);
     const granted = allow && option !== undefined;
-    const what = permissionWhat(request.toolCall.kind);
     const turn = this.active;
     if (turn && request.sessionId === this.sessionId)
       turn.queue.push({ kind: 'permission', decision: granted ? 'allowed' : 'denied', what });
@@ -153,7 +181,7 @@ export class AcpAgentSession implements AgentSession {
       yield { kind: 'end', outcome: 'failed', error: refusal };
       return;
     }
-    const turn: ActiveTurn = { queue: new EventQueue(), tools: new ToolCallTracker() };
+    const turn: ActiveTurn = { queue: new EventQueue(), tools: new ToolCallTracker(), signal: opts.signal };
     this.active = turn;
     let ended = false;
     try {

@@ -94,3 +94,23 @@ function eventOf(row: EventRow): TaskEvent {
   const ev = JSON.parse(row.data) as TaskEvent;
   return typeof row.text === 'string' ? ({ ...ev, text: row.text } as TaskEvent) : ev;
 }
+
+/**
+ * The permission request round `n` of a task still waited for when its events end (rule: approvals): its last
+ * `approval_requested` event with no `approval_answered` after it, or undefined.
+ */
+export function unansweredApproval(
+  db: StoreDb,
+  taskId: string,
+  n: number,
+): { requestId: string; what: string } | undefined {
+  const row = db
+    .stmt(
+      `SELECT data FROM events WHERE task_id = ? AND json_extract(data, '$.round') = ?
+         AND json_extract(data, '$.kind') IN ('approval_requested', 'approval_answered') ORDER BY seq DESC LIMIT 1`,
+    )
+    .get(taskId, n) as { data: string } | undefined;
+  if (!row) return undefined;
+  const ev = JSON.parse(row.data) as { kind: string; requestId: string; what: string };
+  return ev.kind === 'approval_requested' ? { requestId: ev.requestId, what: ev.what } : undefined;
+}

@@ -64,6 +64,8 @@ export const configSchema = z
           agents: z.array(name).optional(),
           // The caller's own budgets, in place of the hub-wide ones of `limits`.
           limits: z.object(budgetKeys).strict().optional(),
+          // Per agent: `deny` (the default) or `ask` (rule: approvals).
+          approvals: z.record(name, z.enum(['ask', 'deny'])).optional(),
         })
         .strict(),
     ),
@@ -80,6 +82,13 @@ export const configSchema = z
         // Rounds running at once hub-wide (rule: run-caps); unset: twice the CPU count.
         maxRunning: positiveInt.optional(),
         ...budgetKeys,
+        // How long a parked permission request waits before it is denied as timed out (default 10 minutes).
+        approvalTimeoutMs: z
+          .number()
+          .int('must be a whole number')
+          .positive('must be a positive number')
+          .max(604_800_000)
+          .optional(),
       })
       .strict()
       .default({ idleTimeoutMs: 600_000, hardTimeoutMs: 7_200_000, cancelGraceMs: 10_000, probeTimeoutMs: 20_000 }),
@@ -230,6 +239,16 @@ export function loadConfig(where: string | ConfigLocation): HubConfig {
       if (!(a in cfg.agents))
         throw new ConfigError(`invalid config ${path}:\n  callers.${callerName}.agents: unknown agent "${a}"`);
     }
+    for (const [a, policy] of Object.entries(c.approvals ?? {})) {
+      const entry = cfg.agents[a];
+      if (!entry)
+        throw new ConfigError(`invalid config ${path}:\n  callers.${callerName}.approvals: unknown agent "${a}"`);
+      const why = policy === 'ask' ? ASK_REFUSED[entry.kind] : undefined;
+      if (why)
+        throw new ConfigError(
+          `invalid config ${path}:\n  callers.${callerName}.approvals.${a}: "ask" is refused: ${why}`,
+        );
+    }
   }
   const base = dirname(path);
   const { stateDirPath, privateDirs } = ownDirs(loc, cfg.stateDir);
@@ -267,6 +286,21 @@ export function budgetOf(cfg: HubConfig, caller: string): Budget {
     if (v !== undefined) out[key] = v;
   }
   return out;
+}
+
+/**
+ * Agent kinds whose permission requests cannot be put to someone (rule: approvals), and why; every other kind can ask.
+ */
+const ASK_REFUSED: Record<string, string> = {
+  claude:
+    'Claude Code runs with a fixed tool list and denies everything else without asking (claude -p), so there is nothing to approve; use "deny"',
+  codex: 'baton does not put Codex approval requests to a person yet; use "deny"',
+  opencode: 'baton does not put OpenCode permission requests to a person yet; use "deny"',
+};
+
+/** The approval policy for a caller's rounds on an agent: `ask` where the config says so, else `deny`. */
+export function approvalPolicyOf(cfg: HubConfig, caller: string, agent: string): 'ask' | 'deny' {
+  return cfg.callers[caller]?.approvals?.[agent] ?? 'deny';
 }
 
 /** Agents a caller may reach: its configured list, or every agent but the one sharing its name (rule: hub-tools). */

@@ -1,7 +1,8 @@
 // The control endpoint (/control/*), for the operator's commands only: behind the control token, it answers `baton
 // health`, `baton stop`, `baton tasks usage` and `baton tasks` (every caller's tasks: list, status, long-poll, result
-// and cancel).
+// cancel and answering a permission request).
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { DECISIONS, isDecision } from '../../core/approvals.ts';
 import {
   DEFAULT_EVENT_PAGE,
   type Engine,
@@ -111,8 +112,8 @@ export class ControlApi {
           throw new EngineError('invalid', 'order must be oldest or newest');
         return sendJson(res, 200, engine.list(OPERATOR, q.get('cursor') ?? undefined, limit, order));
       }
-      const m = /^\/control\/tasks\/([A-Za-z0-9_-]{1,64})(\/wait|\/cancel|\/result)?$/.exec(url.pathname);
-      if (!m && /^\/control\/tasks\/[^/]+(\/wait|\/cancel|\/result)?$/.test(url.pathname)) {
+      const m = /^\/control\/tasks\/([A-Za-z0-9_-]{1,64})(\/wait|\/cancel|\/result|\/respond)?$/.exec(url.pathname);
+      if (!m && /^\/control\/tasks\/[^/]+(\/wait|\/cancel|\/result|\/respond)?$/.test(url.pathname)) {
         return sendJson(res, 404, { error: 'no task with that id (ids look like t-XXXXXXXXXXXX)' });
       }
       if (!m) return sendJson(res, 404, { error: 'not found' });
@@ -132,6 +133,13 @@ export class ControlApi {
         return sendJson(res, 200, engine.result(OPERATOR, id, int('offset', 0)));
       }
       if (m[2] === '/cancel' && req.method === 'POST') return sendJson(res, 200, engine.cancel(OPERATOR, id));
+      // The operator's answer to a permission request the task waits for (rule: approvals).
+      if (m[2] === '/respond' && req.method === 'POST') {
+        const decision = q.get('decision') ?? '';
+        if (!isDecision(decision))
+          throw new EngineError('invalid_params', `decision must be one of ${DECISIONS.join(', ')}`);
+        return sendJson(res, 200, engine.respond(OPERATOR, id, q.get('request') ?? '', decision));
+      }
       return sendJson(res, 405, { error: `method ${req.method} not allowed here` });
     } catch (err) {
       const reported = reportable(err);

@@ -21,7 +21,7 @@ import { BATON_VERSION } from '../../version.ts';
 import { serveTasks, type TaskBackend } from '../mcp-tasks.ts';
 import { serveTools, type ToolDef } from '../mcp-tools.ts';
 import { BackupSchedule } from './backup-schedule.ts';
-import { budgetOf, type HubConfig, reachableAgents } from './config.ts';
+import { approvalPolicyOf, budgetOf, type HubConfig, reachableAgents } from './config.ts';
 import { ConfigWatch } from './config-watch.ts';
 import { ControlApi } from './control.ts';
 import { digest, tokenMatches } from './http-auth.ts';
@@ -111,6 +111,7 @@ export class Hub {
       ...opts.config.limits,
       agentMaxRunning: opts.config.agentMaxRunning,
       budgetOf: (caller) => budgetOf(opts.config, caller),
+      approvalPolicy: (caller, agent) => approvalPolicyOf(opts.config, caller, agent),
     });
     this.backups = new BackupSchedule({
       store: this.store,

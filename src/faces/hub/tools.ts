@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DECISIONS } from '../../core/approvals.ts';
 import {
   DEFAULT_EVENT_PAGE,
   type Engine,
@@ -150,6 +151,23 @@ export function hubTools(engine: Engine, caller: string): ToolDef[] {
       input: z.object({ taskId }).strict(),
       annotations: { destructiveHint: true, idempotentHint: true },
       handler: (args) => guarded(() => engine.cancel(caller, args.taskId)),
+    }),
+    defineTool({
+      name: 'agent_respond',
+      description:
+        "Answer a permission request a task's round waits for (its view's `waiting`: requestId, kind, what, options, expiresAt). Only the task's own caller may answer; `decision` must be one of the request's options. Unanswered, the request is denied at expiresAt.",
+      input: z
+        .object({
+          taskId,
+          requestId: z.string().min(1).max(64).describe("The requestId of the task view's `waiting`."),
+          decision: z
+            .enum(DECISIONS)
+            .describe('allow or deny this once, or for the rest of the agent session (where offered).'),
+        })
+        .strict(),
+      annotations: { destructiveHint: false, idempotentHint: false, openWorldHint: true },
+      handler: (args) =>
+        guarded(() => engine.respond(caller, args.taskId, args.requestId, args.decision), 'agent_respond'),
     }),
     defineTool({
       name: 'agent_list',

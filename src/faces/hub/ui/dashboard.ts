@@ -3,6 +3,7 @@
 // engine's waiters; Cancel and Continue for the operator. This module routes the requests; who may send them is in
 // auth.ts, the markup in pages.ts (with the browser's script and style in client/), the event stream in sse.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isDecision } from '../../../core/approvals.ts';
 import {
   type Engine,
   EngineError,
@@ -15,6 +16,7 @@ import {
 } from '../../../core/engine.ts';
 import { isTerminal } from '../../../core/task.ts';
 import type { UsageTotals } from '../../../core/usage.ts';
+import { BatonError } from '../../../lib/errors.ts';
 import type { Logger } from '../../../lib/log.ts';
 import { redactError } from '../../../lib/redact.ts';
 import { httpStatus } from '../../errors.ts';
@@ -121,7 +123,7 @@ export class Dashboard {
       this.streams.closeOwnedBy(session.key);
       return this.auth.logout(res, session);
     }
-    const m = /^\/ui\/tasks\/([A-Za-z0-9_-]{1,64})\/(cancel|continue)$/.exec(path);
+    const m = /^\/ui\/tasks\/([A-Za-z0-9_-]{1,64})\/(cancel|continue|respond)$/.exec(path);
     if (!m) return sendHtml(res, 404, notFound('No such action.'));
     const id = m[1]!;
     const back = html`<a href="/ui/tasks/${id}">Back to the task</a>`;
@@ -129,6 +131,12 @@ export class Dashboard {
       if (m[2] === 'cancel') {
         this.opts.engine.cancel(OPERATOR, id);
         this.opts.logger.info('dashboard cancel', { taskId: id });
+      } else if (m[2] === 'respond') {
+        const request = form.get('request') ?? '';
+        const decision = form.get('decision') ?? '';
+        if (!isDecision(decision)) return sendHtml(res, 400, refusedPage('Answer', html`Unknown decision. ${back}`));
+        this.opts.engine.respond(OPERATOR, id, request, decision);
+        this.opts.logger.info('dashboard answer', { taskId: id, requestId: request, decision });
       } else {
         const prompt = form.get('prompt') ?? '';
         const key = form.get('key') ?? '';
@@ -156,7 +164,7 @@ export class Dashboard {
         this.opts.logger.info('dashboard continue', { taskId: id });
       }
     } catch (err) {
-      if (err instanceof EngineError) {
+      if (err instanceof BatonError) {
         const status = httpStatus(err.code);
         return sendHtml(res, status, refusedPage('Refused', html`${redactError(err)}. ${back}`));
       }

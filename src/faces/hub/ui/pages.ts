@@ -179,11 +179,28 @@ function factsList(t: StatusView): SafeHtml {
     .map(([k, v]) => html`<dt>${k}</dt><dd id="${`fact-${k}`}">${v}</dd>`)}</dl>`;
 }
 
+const DECISION_LABELS = {
+  allow: 'Approve',
+  allow_always: 'Approve for the session',
+  deny: 'Deny',
+  deny_always: 'Deny for the session',
+} as const;
+
 /** Cancel while a round is queued or running; Continue (with a prompt box) once it has ended. */
 function controls(t: StatusView, session: PageSession): SafeHtml {
   const csrf = html`<input type="hidden" name="csrf" value="${session.csrf}">`;
   if (!isTerminal(t.state)) {
-    return html`<form method="post" action="/ui/tasks/${t.taskId}/cancel">${csrf}
+    const w = t.waiting;
+    // A parked permission request: one button per decision it offers (rule: approvals).
+    const answer =
+      w &&
+      html`<p class="waiting">Waiting for a decision: the agent asks to ${w.what} (${w.kind}); denied at ${time(w.expiresAt)} unless answered.</p>
+      ${w.options.map(
+        (d) => html`<form method="post" action="/ui/tasks/${t.taskId}/respond" class="respond">${csrf}
+        <input type="hidden" name="request" value="${w.requestId}"><input type="hidden" name="decision" value="${d}">
+        <button id="${`respond-${d}`}" type="submit">${DECISION_LABELS[d]}</button></form>`,
+      )}`;
+    return html`${answer || ''}<form method="post" action="/ui/tasks/${t.taskId}/cancel">${csrf}
       <button id="cancel" type="submit">Cancel round ${t.round}</button></form>`;
   }
   const key = randomBytes(18).toString('base64url');
