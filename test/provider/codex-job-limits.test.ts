@@ -11,10 +11,18 @@ import { ResponsesMock, type ResponsesStep, stalledReply } from '../mock-models/
 import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
 import { WaitBudget } from '../support/poll.ts';
-import { type Connected, connectProvider, type Layout, makeLayout } from './codex/harness.ts';
+import { type Connected, connectProvider, type Layout, makeLayout, mockProviderFlag } from './codex/harness.ts';
 
 /** The status interval of the main bridge here, in seconds (short, so default waits stay cheap). */
 const INTERVAL_S = 1;
+/**
+ * Codex's stream idle timeout at its maximum (an hour): a stalled mock model ends its turn only when the test opens its
+ * gate or cancels the job. At the mock tables' usual 20 s, a job stalled across a test that runs longer than that on a
+ * busy machine failed on its own (the 8-jobs test keeps one stalled through 24 more jobs).
+ */
+const noStreamIdle = (m: ResponsesMock) => ['--codex-model-provider', mockProviderFlag(m, 3_600_000)];
+/** How long a test waits for Codex to reach the model: starts on a cold, busy machine are slow, never this slow. */
+const TURN_WAIT_MS = 180_000;
 let mock: ResponsesMock;
 let layout: Layout;
 let conn: Connected;
@@ -28,6 +36,7 @@ before(async () => {
     String(INTERVAL_S),
     '--codex-cancel-grace',
     '2',
+    ...noStreamIdle(mock),
   ]);
 });
 after(async () => {
@@ -72,7 +81,7 @@ async function finished(c: Connected, jobId: string): Promise<StatusView> {
 test('8 active jobs at most: the 9th codex-start is a clear tool error; 32 kept, the oldest terminal one evicted', async () => {
   // Eight jobs stall at the model; the ninth is refused before any Codex starts for it.
   const gate = stalledSteps(8);
-  const reachedAll = mock.waitForTurn(7);
+  const reachedAll = mock.waitForTurn(7, TURN_WAIT_MS);
   const active: string[] = [];
   for (let i = 0; i < 8; i++) active.push(await start(conn, `long ${i}`));
   const refused = await conn.call('codex-start', { prompt: 'ninth', cwd: layout.workspace, sandbox: 'read-only' });
@@ -143,7 +152,8 @@ function commentaryThenStall(gate: Gate): ResponsesStep[] {
 test('codex-status waits for the status interval by default; coalesced progress is delivered, lifecycle at once', async () => {
   const gate = new Gate();
   gates.push(gate);
-  const stalled = mock.waitForTurn(mock.turns.length + 1);
+  // The job's second model request, the one that stalls (waitForTurn counts from 0).
+  const stalled = mock.waitForTurn(mock.turns.length + 1, TURN_WAIT_MS);
   mock.push(...commentaryThenStall(gate));
   const jobId = await start(conn, 'look around');
   await stalled;
@@ -187,12 +197,16 @@ test('codex-status waits for the status interval by default; coalesced progress 
 });
 
 test('--codex_status_interval 0: every change moves the cursor, and the default wait is 0', async () => {
-  const zero = await connectProvider(bins.codex(), layout, mock, ['--codex_status_interval', '0']);
+  const zero = await connectProvider(bins.codex(), layout, mock, [
+    '--codex_status_interval',
+    '0',
+    ...noStreamIdle(mock),
+  ]);
   try {
     const gate = new Gate();
     gates.push(gate);
     mock.push(...commentaryThenStall(gate));
-    const stalled = mock.waitForTurn(mock.turns.length + 1);
+    const stalled = mock.waitForTurn(mock.turns.length + 1, TURN_WAIT_MS);
     const jobId = await start(zero, 'look around');
     // Each change is its own cursor step: a reader at the start's step is woken by progress, not only by lifecycle.
     const started = sc<StatusView>(await zero.call('codex-status', { jobId, cursor: 0, wait_ms: 0 }));
