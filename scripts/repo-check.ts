@@ -4,9 +4,8 @@
 //   LONG_FILES names the few that may be longer, each with its reason; an entry whose file is back under the limit is
 //   printed as a note (not a failure, so that the split of a listed file lands without touching this script).
 // - Tracker numbers: none in code, tests, scripts, benchmarks or docs ("issue" or "PR" and a number, or a hash and
-//   digits in prose). A reader of the
-//   repository has no tracker; a comment states the rule or the reason, and a performance choice points at the
-//   bench/README.md section that measured it.
+//   digits in prose). A reader of the repository has no tracker; a comment states the rule or the reason, and a
+//   performance choice points at the bench/README.md section that measured it.
 // - Words: the glossary in docs/architecture.md gives each idea one name; WORDS lists the synonyms that can be caught
 //   by their spelling, with the word to use instead.
 //
