@@ -686,3 +686,23 @@ test('doctor checks each connected client: registered where, its token variable 
   });
   assert.equal(stopped.stdout, 'stopped\n');
 });
+
+test("disconnect edits a client's JSON with trailing commas, and refuses one with comments, changing nothing", async (t) => {
+  const s = setup(t);
+  const dir = join(s.home, '.config', 'opencode');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, 'opencode.jsonc');
+  const entry = '"baton": { "type": "remote", "url": "http://127.0.0.1:1/mcp/opencode" }';
+  const commented = `{\n  // my theme\n  "theme": "x",\n  "mcp": { ${entry} },\n}\n`;
+  writeFileSync(file, commented);
+  const refused = await disconnectCmd(s, ['opencode']);
+  assert.equal(refused.code, 1, refused.stdout);
+  assert.match(refused.stderr, /opencode\.jsonc has comments; remove them \(or make this change by hand\)/);
+  assert.equal(readFileSync(file, 'utf8'), commented, 'left as it was');
+
+  // What OpenCode itself writes: plain JSON but for a trailing comma.
+  writeFileSync(file, `{\n  "theme": "x, }",\n  "mcp": { ${entry}, },\n}\n`);
+  const r = await disconnectCmd(s, ['opencode']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(readJson(file), { theme: 'x, }' });
+});
