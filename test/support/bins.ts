@@ -1,19 +1,22 @@
 // Paths of the real agent binaries installed from npm as devDependencies. Two Codex versions share the `codex` bin
 // name, so tests always name the package, never rely on node_modules/.bin.
 //
-// BATON_TEST_AGENTS_DIR (used by `npm run test:latest`) names another node_modules directory: the current agents
-// (Codex, Claude Code, Gemini CLI, OpenCode) are taken from there instead; the legacy Codex and the MCP servers stay
-// the pinned ones.
-import { readFileSync, realpathSync } from 'node:fs';
+// BATON_TEST_AGENTS_DIR (used by `npm run test:latest`) names another node_modules directory: a current agent
+// (Codex, Claude Code, Gemini CLI, OpenCode) installed there is taken from there instead of the pinned copy; the legacy
+// Codex and the MCP servers stay the pinned ones.
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const PINNED = join(REPO_ROOT, 'node_modules');
-const agentsDir = () => (process.env.BATON_TEST_AGENTS_DIR ? resolve(process.env.BATON_TEST_AGENTS_DIR) : PINNED);
+const agentsDir = (name: string) => {
+  const dir = process.env.BATON_TEST_AGENTS_DIR;
+  return dir && existsSync(join(dir, name, 'package.json')) ? resolve(dir) : PINNED;
+};
 const pkg = (name: string, bin: string, root = PINNED) => realpathSync(join(root, name, bin));
-const agent = (name: string, bin: string) => pkg(name, bin, agentsDir());
-const packageVersion = (name: string, root: string) =>
+const agent = (name: string, bin: string) => pkg(name, bin, agentsDir(name));
+const packageVersion = (name: string, root = agentsDir(name)) =>
   (JSON.parse(readFileSync(join(root, name, 'package.json'), 'utf8')) as { version: string }).version;
 
 export const bins = {
@@ -29,11 +32,11 @@ export const bins = {
 
 /** The versions of the binaries above, from their packages (what `--version` prints). */
 export const binVersions = {
-  codex: () => packageVersion('@openai/codex', agentsDir()),
+  codex: () => packageVersion('@openai/codex'),
   codexLegacy: () => packageVersion('codex-legacy', PINNED),
-  opencode: () => packageVersion('opencode-ai', agentsDir()),
-  gemini: () => packageVersion('@google/gemini-cli', agentsDir()),
-  claude: () => packageVersion('@anthropic-ai/claude-code', agentsDir()),
+  opencode: () => packageVersion('opencode-ai'),
+  gemini: () => packageVersion('@google/gemini-cli'),
+  claude: () => packageVersion('@anthropic-ai/claude-code'),
 };
 
 /**
