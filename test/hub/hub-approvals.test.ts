@@ -1,13 +1,16 @@
 // Approvals end to end (rule: approvals) with the scripted ACP agent, which asks session/request_permission: with the
 // `ask` policy the round parks and its view says what it waits for; the caller answers with agent_respond, the operator
 // with `baton tasks approve|deny` or the dashboard, nobody by the timeout; the `deny` policy is unchanged; bad answers
-// change nothing; a restart while a request waits interrupts the round and says why.
+// change nothing; a restart while a request waits interrupts the round and says why. The real Codex app-server's
+// approval requests, which the Responses mock triggers, go the same way.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { REPO_ROOT } from '../support/bins.ts';
+import { startResponsesMock } from '../codex/support.ts';
+import { escalatedShellCall, reply } from '../mock-models/responses.ts';
+import { bins, REPO_ROOT } from '../support/bins.ts';
 import {
   CONTROL_TOKEN,
   call,
@@ -262,5 +265,79 @@ test('ask: nobody answers → denied as timed out; a SIGKILL while a request wai
   assert.equal(
     after.error,
     `the daemon stopped while this round waited for an answer to permission request ${p.waiting.requestId} (run a command); the agent process that asked is gone: continue the task to resume its session`,
+  );
+});
+
+test('ask with the real Codex: an approval request the mock model triggers (a command outside the sandbox) waits; allow runs it, deny declines it', async (t) => {
+  const mock = await startResponsesMock(t);
+  const dir = tempDir(t, 'baton-hub-approvals-codex-');
+  const work = join(dir, 'work');
+  mkdirSync(work);
+  const hub = await startHub(t, {
+    dir,
+    roots: [work],
+    agents: {
+      codex: {
+        kind: 'codex',
+        command: [process.execPath, bins.codex()],
+        model: 'mock-model',
+        modelProvider: { id: 'mock', baseUrl: mock.baseUrl, requiresOpenaiAuth: false, streamMaxRetries: 0 },
+        userCodexHome: join(dir, 'no-user-login'),
+        cancelGraceMs: 2_000,
+      },
+    },
+    callers: { alice: { token: TEST_CALLERS.alice, approvals: { codex: 'ask' } }, bob: { token: TEST_CALLERS.bob } },
+  });
+  const alice = await connectCaller(t, hub, 'alice');
+  const bob = await connectCaller(t, hub, 'bob');
+
+  const parkCodex = async (key: string) => {
+    const run = await call<View>(alice, 'agent_run', { prompt: 'run it', cwd: work, idempotencyKey: key });
+    await waitForEvent(alice, run.taskId, (e) => e.kind === 'approval_requested');
+    return call<View & { waiting: Waiting }>(alice, 'agent_status', { taskId: run.taskId });
+  };
+
+  mock.push(escalatedShellCall('echo approved-$((40+2))'), reply('done after allow'));
+  const a = await parkCodex('c-1');
+  assert.deepEqual(
+    [a.waiting.kind, a.waiting.what, a.waiting.options],
+    ['command', 'command execution', ['allow', 'allow_always', 'deny']],
+  );
+  assert.equal(JSON.stringify(a).includes('approved-'), false, 'never the command line');
+  await call(alice, 'agent_respond', { taskId: a.taskId, requestId: a.waiting.requestId, decision: 'allow' });
+  const aEnd = await answerOf(alice, a.taskId);
+  assert.equal(aEnd.text, 'done after allow');
+  assert.deepEqual(
+    aEnd.events
+      .filter((e) => ['approval_answered', 'permission'].includes(String(e.kind)))
+      .map((e) => [e.kind, e.decision]),
+    [
+      ['approval_answered', 'allow'],
+      ['permission', 'allowed'],
+    ],
+  );
+  assert.ok(
+    aEnd.events.some((e) => e.kind === 'tool' && e.phase === 'end' && e.family === 'command' && e.ok === true),
+    'the command ran',
+  );
+  // The command line says approved-$((40+2)); only its output says approved-42.
+  assert.match(JSON.stringify(mock.turns.at(-1)), /approved-42/, 'it ran, and its output went back to the model');
+
+  mock.push(escalatedShellCall('echo never-$((40+2))'), reply('done after deny'));
+  const b = await parkCodex('c-2');
+  await call(alice, 'agent_respond', { taskId: b.taskId, requestId: b.waiting.requestId, decision: 'deny' });
+  const bEnd = await answerOf(alice, b.taskId);
+  assert.equal(bEnd.text, 'done after deny');
+  assert.ok(bEnd.events.some((e) => e.kind === 'permission' && e.decision === 'denied'));
+  assert.doesNotMatch(JSON.stringify(mock.turns.at(-1)), /never-42/, 'the command did not run');
+
+  // bob keeps the deny policy: Codex never asks (approval policy never), as before.
+  mock.push(reply('bob done'));
+  const c = await call<View>(bob, 'agent_run', { prompt: 'hi', cwd: work, idempotencyKey: 'c-3' });
+  const cEnd = await answerOf(bob, c.taskId);
+  assert.equal(cEnd.text, 'bob done');
+  assert.equal(
+    cEnd.events.some((e) => String(e.kind).startsWith('approval_')),
+    false,
   );
 });

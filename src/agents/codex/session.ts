@@ -9,7 +9,7 @@ import type { Turn } from '../../generated/codex/v2/Turn.ts';
 import type { ChildGroup } from '../../lib/process-group.ts';
 import { redact } from '../../lib/redact.ts';
 import { BATON_VERSION } from '../../version.ts';
-import type { AgentContext, AgentEvent, AgentSession, OpenSessionOptions, TurnOptions } from '../agent.ts';
+import type { AgentContext, AgentEvent, AgentSession, OpenSessionOptions, ToolFamily, TurnOptions } from '../agent.ts';
 import { EventQueue } from '../event-queue.ts';
 import { checkTestedVersion } from '../tested-versions.ts';
 import type { CodexAgentConfig } from './config.ts';
@@ -33,6 +33,17 @@ export interface CodexAgentExtras {
   onThreadNotification?: (method: string, params: Record<string, unknown>) => void;
 }
 
+interface Askable {
+  family: ToolFamily;
+  what: string;
+}
+
+/** The v2 approval requests that `ask` puts to someone; their decisions are accept, acceptForSession and decline. */
+const ASKABLE: Readonly<Record<string, Askable>> = {
+  'item/commandExecution/requestApproval': { family: 'command', what: 'command execution' },
+  'item/fileChange/requestApproval': { family: 'patch', what: 'file change' },
+};
+
 /** Grace after turn/interrupt before the process group is stopped (rule: cancel-then-stop). */
 const DEFAULT_CANCEL_GRACE_MS = 5_000;
 /** Bound on thread/start, thread/resume and turn/start answers (they are quick; a stuck server must not hang a task). */
@@ -52,6 +63,8 @@ export class CodexSession implements AgentSession {
   private readonly extras: CodexAgentExtras;
   private active: ActiveTurn | undefined;
   private lost: Error | undefined;
+  /** Where approval requests go when the approval policy is `ask` (rule: approvals); declined otherwise. */
+  private ask: OpenSessionOptions['ask'];
   private closing: Promise<void> | undefined;
   private readonly lostWaiters = new Set<(err: Error) => void>();
 
@@ -89,10 +102,12 @@ export class CodexSession implements AgentSession {
     const verdict = checkTestedVersion('codex', this.client.serverVersion);
     if (verdict.outcome === 'refused') throw new Error(verdict.message);
     if (verdict.outcome === 'untested') this.ctx.logger.warn(`codex: ${verdict.message}`);
+    this.ask = opts.ask;
     const common = {
       cwd: opts.cwd,
       sandbox: opts.sandbox,
-      approvalPolicy: this.extras.approvalPolicy ?? 'never',
+      // With `ask`, Codex may ask to go beyond its sandbox, and someone decides; otherwise it never asks.
+      approvalPolicy: opts.ask ? 'on-request' : (this.extras.approvalPolicy ?? 'never'),
       ...(opts.model ? { model: opts.model } : {}),
       ...(this.extras.threadConfig ? { config: this.extras.threadConfig } : {}),
     };
@@ -274,6 +289,24 @@ export class CodexSession implements AgentSession {
     if (this.active === active) this.active = undefined;
   }
 
+  /** Puts an approval request of the running turn to someone and answers Codex with the decision (rule: approvals). */
+  private async askFor(request: CodexServerRequest, askable: Askable, turn: ActiveTurn): Promise<void> {
+    const decision = await this.ask!({
+      family: askable.family,
+      what: askable.what,
+      options: ['allow', 'allow_always', 'deny'],
+    });
+    const answer = decision === 'allow' ? 'accept' : decision === 'allow_always' ? 'acceptForSession' : 'decline';
+    // Codex may have withdrawn the request meanwhile (the turn ended); then there is nothing to answer.
+    if (!request.signal.aborted) this.client.respond(request.id, { decision: answer });
+    if (this.active === turn)
+      turn.queue.push({
+        kind: 'permission',
+        decision: answer === 'decline' ? 'denied' : 'allowed',
+        what: askable.what,
+      });
+  }
+
   private markLost(err: Error): void {
     if (this.lost) return;
     this.lost = err;
@@ -288,6 +321,11 @@ export class CodexSession implements AgentSession {
   }
 
   private onServerRequest(request: CodexServerRequest): void {
+    const askable = ASKABLE[request.method];
+    if (this.ask && askable && this.active) {
+      void this.askFor(request, askable, this.active);
+      return;
+    }
     const decline = codexDecline(request.method);
     if (!decline) {
       this.client.rejectRequest(request.id, -32601, `baton does not support ${request.method}`);
