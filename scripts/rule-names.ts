@@ -14,7 +14,8 @@ const ID = String.raw`\b(?:AG|TE|HB|P|AT|LB|SE|UX|TS)-[0-9A-Z]+\b`;
 
 interface Rule {
   name: string;
-  id: string;
+  /** The requirement id the rule had in the original specification; rules made since have none. */
+  id?: string;
   /** Paths from the entry's "Where:" line, relative to the source dir; may hold a `*`. */
   paths: string[];
   /** What is wrong with the entry's shape (no "Where:" line, a list that is not `path`, `path`, …), if anything. */
@@ -52,10 +53,10 @@ function readIndex(indexPath: string): Rule[] {
     current = undefined;
   };
   for (const line of readFileSync(indexPath, 'utf8').split('\n')) {
-    const head = /^- `([a-z0-9-]+)` \(([A-Z]+-[0-9A-Z]+)\): /.exec(line);
+    const head = /^- `([a-z0-9-]+)`(?: \(([A-Z]+-[0-9A-Z]+)\))?: /.exec(line);
     if (head) {
       finish();
-      current = { rule: { name: head[1]!, id: head[2]!, paths: [] }, text: line, lines: [line] };
+      current = { rule: { name: head[1]!, id: head[2], paths: [] }, text: line, lines: [line] };
     } else if (current && /^\s+\S/.test(line)) {
       current.text += ` ${line.trim()}`;
       current.lines.push(line);
@@ -83,8 +84,9 @@ class Renamer {
   readonly unknown = new Set<string>();
 
   constructor(rules: Rule[]) {
-    this.byId = new Map(rules.map((r) => [r.id, r]));
-    this.order = rules.map((r) => r.id);
+    const withId = rules.filter((r): r is Rule & { id: string } => r.id !== undefined);
+    this.byId = new Map(withId.map((r) => [r.id, r]));
+    this.order = withId.map((r) => r.id);
   }
 
   private name(id: string): string | undefined {
@@ -241,6 +243,9 @@ function main(): number {
   if (values.check) {
     for (const rule of rules) {
       if (rule.malformed) findings.push(`${values.index}: ${rule.name}: ${rule.malformed}`);
+      // Only the specification's requirement ids stand beside a name; anything else is a tracker's number.
+      if (rule.id && !new RegExp(`^${ID}$`).test(rule.id))
+        findings.push(`${values.index}: ${rule.name}: (${rule.id}) is not a requirement id of the specification`);
       for (const path of rule.paths) {
         const found = path.includes('*') ? globSync(path, { cwd: dir }).length > 0 : existsSync(join(dir, path));
         if (!found) findings.push(`${values.index}: ${rule.name} lists ${path}, which is not under ${values.dir}`);

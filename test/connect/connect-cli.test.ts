@@ -329,6 +329,9 @@ function modesUnder(...roots: string[]): Map<string, number> {
     for (const e of readdirSync(root, { recursive: true, withFileTypes: true })) {
       const p = join(e.parentPath, e.name);
       if (p.includes('/.cache/baton/node-compile-cache')) continue;
+      // A client's own CLI holds a lock file while it writes (Gemini's projects.json.lock) and removes it after, maybe
+      // after connect returned: not a file of the user's whose mode could be kept.
+      if (e.name.endsWith('.lock')) continue;
       modes.set(p, lstatSync(p).mode & 0o7777);
     }
   }

@@ -40,13 +40,18 @@ test('hub: planted keys and tokens in agent errors, stderr, events and answers r
         env: { ACP_TEST_AGENT_VERSION: `9.8.7 (licensed to ${GOOGLE})` },
         cancelGraceMs: 1_000,
       },
+      // The same agent with nothing fenced: what every agent gets where bubblewrap is missing, so the redaction
+      // behind the fence is tested on its own.
+      unfenced: { kind: 'acp', command: [process.execPath, SCRIPTED_ACP_AGENT], target: 'open', cancelGraceMs: 1_000 },
     },
+    targets: { open: { kind: 'local', fence: false } },
   });
   const alice = await connectCaller(t, hub, 'alice');
   const seen: string[] = [];
 
-  const runScript = async (key: string, steps: unknown[]) => {
+  const runScript = async (key: string, steps: unknown[], agent = 'scripted') => {
     const { taskId } = await call<{ taskId: string }>(alice, 'agent_run', {
+      agent,
       prompt: acpScript(steps),
       cwd: work,
       idempotencyKey: key,
@@ -92,9 +97,9 @@ test('hub: planted keys and tokens in agent errors, stderr, events and answers r
     'the answer arrives with every secret masked',
   );
 
-  // The issue's layout, from the agent's side: it reads baton's own config (outside every root now, but an agent may
-  // still open an absolute path) and answers with it. Every token in it is a registered secret.
-  const config = await runScript('read-config', [{ readFile: hub.configPath }]);
+  // An unfenced agent reads baton's own config (outside every root, but an absolute path opens) and answers with it:
+  // every token in it is a registered secret. (Behind the fence the read fails: test/hub/targets-fence.test.ts.)
+  const config = await runScript('read-config', [{ readFile: hub.configPath }], 'unfenced');
   assert.equal(config.state, 'succeeded');
   assert.match(config.result.text, /"token": "\[redacted\]"/);
 
@@ -103,7 +108,7 @@ test('hub: planted keys and tokens in agent errors, stderr, events and answers r
   symlinkSync(dirname(hub.configPath), join(work, 'home-link'));
   for (const cwd of [join(work, 'state-link'), join(work, 'home-link'), join(work, 'home-link', 'state')]) {
     await assert.rejects(
-      call(alice, 'agent_run', { prompt: 'x', cwd, idempotencyKey: `own-${cwd}` }),
+      call(alice, 'agent_run', { agent: 'scripted', prompt: 'x', cwd, idempotencyKey: `own-${cwd}` }),
       /inside baton's own files/,
     );
   }
@@ -112,7 +117,7 @@ test('hub: planted keys and tokens in agent errors, stderr, events and answers r
   const edited = JSON.parse(readFileSync(hub.configPath, 'utf8'));
   writeFileSync(hub.configPath, JSON.stringify({ ...edited, roots: [work, dir] }), { mode: 0o600 });
   await assert.rejects(
-    call(alice, 'agent_run', { prompt: 'x', cwd: dir, idempotencyKey: 'the-whole-dir' }),
+    call(alice, 'agent_run', { agent: 'scripted', prompt: 'x', cwd: dir, idempotencyKey: 'the-whole-dir' }),
     /outside the authorised roots/,
   );
 
