@@ -3,15 +3,18 @@
 // - Length: a file under src/ holds at most MAX_LINES lines, so each file can do one job and be read in one sitting.
 //   LONG_FILES names the few that may be longer, each with its reason; an entry whose file is back under the limit is
 //   printed as a note (not a failure, so that the split of a listed file lands without touching this script).
-// - Tracker numbers: none in code, tests, scripts, benchmarks or docs ("issue" or "PR" and a number, or a hash and
-//   digits in prose). A reader of the repository has no tracker; a comment states the rule or the reason, and a
-//   performance choice points at the bench/README.md section that measured it.
+// - Tracker numbers: none in code, tests, scripts, benchmarks or docs ("issue" or "PR" and a number, a hash and
+//   digits in prose, or a tracker-style id: capital letters, a hyphen and a number, whose letters are neither a
+//   requirement id's of the specification nor a standard's, scripts/spec-ids.ts). A reader of the repository has no
+//   tracker; a comment states the rule or the reason, and a performance choice points at the bench/README.md
+//   section that measured it.
 // - Words: the glossary in docs/architecture.md gives each idea one name; WORDS lists the synonyms that can be caught
 //   by their spelling, with the word to use instead.
 //
 //   node scripts/repo-check.ts       exit 1 with one line per finding, 0 when there is none
 import { globSync, readFileSync } from 'node:fs';
 import { commentRanges } from './comments.ts';
+import { EXTERNAL_ID_PREFIXES, SPEC_ID_PREFIXES } from './spec-ids.ts';
 
 const MAX_LINES = 500;
 
@@ -30,6 +33,9 @@ const DOCS = ['README.md', 'CONTRIBUTING.md', 'docs/**/*.md', 'bench/README.md']
 const TRACKER_WORDS = /\b(?:issues?|PR|pull request)\s?#?\d+\b/i;
 /** A hash and digits in prose (comments, docs outside code); in code they are CSS colours and the like. */
 const TRACKER_HASH = /(?:^|[\s([,;])#\d+\b/;
+/** Capital letters, a hyphen and digits standing alone (not the tail of a longer word like DEFAULT-GOAL-7). */
+const TRACKER_KEY = /(?<![\w-])([A-Z]{2,10})-\d+\b/g;
+const ALLOWED_KEYS = new Set([...SPEC_ID_PREFIXES, ...EXTERNAL_ID_PREFIXES]);
 
 interface Word {
   /** The spelling to refuse. */
@@ -94,6 +100,13 @@ function checkTracker(path: string, text: string, prose: Array<[number, string]>
   for (const [i, line] of text.split('\n').entries()) {
     const m = TRACKER_WORDS.exec(line);
     if (m) findings.push(`${path}:${i + 1}: tracker number "${m[0]}"; state the rule or the reason instead`);
+    for (const k of line.matchAll(TRACKER_KEY)) {
+      if (ALLOWED_KEYS.has(k[1] ?? '')) continue;
+      findings.push(
+        `${path}:${i + 1}: tracker-style id "${k[0]}"; name the rule (docs/rules.md) or state the reason instead ` +
+          "(a standard's name goes in EXTERNAL_ID_PREFIXES, scripts/spec-ids.ts)",
+      );
+    }
   }
   for (const [line, chunk] of prose) {
     for (const [i, l] of chunk.split('\n').entries()) {

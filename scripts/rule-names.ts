@@ -9,8 +9,7 @@ import { existsSync, globSync, readdirSync, readFileSync, statSync, writeFileSyn
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { commentRanges } from './comments.ts';
-
-const ID = String.raw`\b(?:AG|TE|HB|P|AT|LB|SE|UX|TS)-[0-9A-Z]+\b`;
+import { SPEC_ID as ID } from './spec-ids.ts';
 
 interface Rule {
   name: string;
