@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { HubConfig } from '../faces/hub/config.ts';
 import { readListenRecord } from '../faces/hub/listen-record.ts';
-import { locateConfig } from '../faces/hub/locate.ts';
+import { locateConfig } from '../faces/locate.ts';
 import { isObject } from '../lib/json-value.ts';
 import { registerSecret } from '../lib/redact.ts';
 

@@ -4,8 +4,8 @@ import { existsSync, fstatSync, openSync, readFileSync, rmdirSync, rmSync, write
 import { dirname, join } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import type { HubConfig, RootsChange } from '../faces/hub/config.ts';
-import { type ConfigLocation, locateConfig } from '../faces/hub/locate.ts';
 import type { PreflightRow, TargetLine } from '../faces/hub/preflight.ts';
+import { type ConfigLocation, locateConfig } from '../faces/locate.ts';
 import { isLogLevel } from '../lib/log.ts';
 import { redactError } from '../lib/redact.ts';
 import { control, healthOf } from './control.ts';

@@ -15,7 +15,7 @@ import {
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { addRoots, ConfigError, listRoots, loadConfig, removeRoot } from '../../src/faces/hub/config.ts';
-import { locateConfig, userLocation } from '../../src/faces/hub/locate.ts';
+import { locateConfig, userLocation } from '../../src/faces/locate.ts';
 import { tempDir } from '../support/tmp.ts';
 
 const home = '/home/ada';

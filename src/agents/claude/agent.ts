@@ -48,7 +48,7 @@ export interface ClaudeAgentOptions {
   logger?: Logger;
   interruptGraceMs?: number;
   stopGraceMs?: number;
-  /** Where a hub task's turns run (the provider's blocking runs stay unfenced on this machine). */
+  /** Where its runs happen and what is fenced around them (default: unfenced on this machine). */
   target?: ExecutionTarget;
 }
 
@@ -144,6 +144,8 @@ export class ClaudeAgent implements Agent {
       }),
       cwd: opts.cwd,
       env: this.childEnv(),
+      target: this.opts.target,
+      keep: [this.home.dir],
       stdin: prompt,
       signal: opts.signal,
       onProcessGroup: opts.onProcessGroup,

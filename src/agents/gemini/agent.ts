@@ -18,6 +18,7 @@ import {
   type TurnOptions,
 } from '../agent.ts';
 import { type CliOutcome, runCli } from '../cli-process.ts';
+import type { ExecutionTarget } from '../targets/target.ts';
 import { canonicalGeminiDir, GeminiHome } from './home.ts';
 import { NO_RELAUNCH } from './no-relaunch.ts';
 
@@ -47,6 +48,8 @@ export interface GeminiAgentOptions {
   logger?: Logger;
   interruptGraceMs?: number;
   stopGraceMs?: number;
+  /** Where its runs happen and what is fenced around them (default: unfenced on this machine). */
+  target?: ExecutionTarget;
 }
 
 export type GeminiRunResult =
@@ -160,6 +163,8 @@ export class GeminiAgent implements Agent {
       args: this.args(),
       cwd: opts.cwd,
       env: this.childEnv(),
+      target: this.opts.target,
+      keep: [this.home.dir],
       stdin: prompt,
       signal: opts.signal,
       onProcessGroup: opts.onProcessGroup,

@@ -10,10 +10,10 @@ import { AGENT_KIND_NAMES, agentConfigSchema } from '../../agents/kinds.ts';
 import { LOCAL_TARGET_NAME, type TargetConfig, targetsConfigSchema } from '../../agents/targets/config.ts';
 import { BUDGET_KEYS, type Budget } from '../../core/usage.ts';
 import { findAgentBinary } from '../../lib/agent-path.ts';
-import { isWithin, realish } from '../../lib/paths.ts';
+import { isWithin } from '../../lib/paths.ts';
 import { ensurePrivateDir, writePrivateFile } from '../../lib/private-fs.ts';
 import { registerSecret } from '../../lib/redact.ts';
-import { type ConfigLocation, describeLocation, locateConfig } from './locate.ts';
+import { type ConfigLocation, describeLocation, locateConfig, ownDirs } from '../locate.ts';
 
 export const DEFAULT_PORT = 43219;
 /** Default callers: the clients baton knows how to configure (rule: hub-commands). */
@@ -142,13 +142,6 @@ function formatIssues(err: z.ZodError): string {
 
 function asLocation(where: string | ConfigLocation): ConfigLocation {
   return typeof where === 'string' ? locateConfig({ flag: where }) : where;
-}
-
-/** The dirs holding baton's own files for a config at `loc` whose `stateDir` key is `stateDir`. */
-function ownDirs(loc: ConfigLocation, stateDir: string | undefined): { stateDirPath: string; privateDirs: string[] } {
-  const stateDirPath = stateDir ? resolve(dirname(loc.configPath), stateDir) : loc.stateDir;
-  const dirs = [dirname(loc.configPath), loc.connectionsDir, stateDirPath].map(realish);
-  return { stateDirPath, privateDirs: [...new Set(dirs)] };
 }
 
 /**

@@ -13,6 +13,7 @@ import { JobTable, MAX_STATUS_WAIT_MS } from '../../../core/jobs.ts';
 import { createLogger, isLogLevel, type LogLevel } from '../../../lib/log.ts';
 import { ensurePrivateDir } from '../../../lib/private-fs.ts';
 import { redact } from '../../../lib/redact.ts';
+import { providerTarget } from '../fence.ts';
 import { jobTaskBackend } from '../job-tasks.ts';
 import { defineProviderTool, serveProviderStdio, structuredResult, ToolFailure } from '../stdio-server.ts';
 
@@ -82,6 +83,7 @@ export async function run(argv: string[]): Promise<void> {
     policy: 'reviewer',
     homeDir: join(stateDir, 'claude-config'),
     logger,
+    target: providerTarget('claude'),
   });
   const blockingTimeoutMs = (flags.timeout ?? DEFAULT_BLOCKING_TIMEOUT_S) * 1000;
   const jobs = new JobTable({ hardDeadlineMs: (flags.timeout ?? DEFAULT_JOB_TIMEOUT_S) * 1000, logger });

@@ -14,6 +14,7 @@ import { findAgentBinary } from '../../../lib/agent-path.ts';
 import { captureCommand } from '../../../lib/capture.ts';
 import { createLogger, isLogLevel, type Logger, type LogLevel } from '../../../lib/log.ts';
 import { redact } from '../../../lib/redact.ts';
+import { providerTarget } from '../fence.ts';
 import {
   type CodexHomeSettings,
   codexHomesRoot,
@@ -261,6 +262,8 @@ export async function run(argv: string[]): Promise<void> {
     );
     if (problem) logger.warn(`codex: ${problem}`);
   }
+  // Every Codex that gets a prompt runs behind the secrets fence; the version probe above needs none.
+  const target = providerTarget('codex');
   const limits = {
     idleMs: flags.codexIdleTimeout * 1000,
     hardMs: flags.timeout * 1000,
@@ -285,6 +288,7 @@ export async function run(argv: string[]): Promise<void> {
       terminalGraceMs: flags.codexTerminalGrace * 1000,
       ...(flags.codexMaxSuppressed ? { maxSuppressed: flags.codexMaxSuppressed } : {}),
       logger,
+      target,
       onExit: () => rmSync(home, { recursive: true, force: true }),
     });
     return;
@@ -305,6 +309,7 @@ export async function run(argv: string[]): Promise<void> {
       prepareHome: (cwd) => prepareProviderHome(homeDir, settings, userCodexHome, cwd, true),
       logger,
       stateDir: homeDir,
+      target,
     },
     threads: new ThreadRecords(homeDir),
     launchDir,

@@ -5,9 +5,10 @@ import type { Readable, Writable } from 'node:stream';
 import { ProtocolErrorCode } from '@modelcontextprotocol/server';
 import type { Sandbox } from '../../../agents/agent.ts';
 import { codexChildEnv } from '../../../agents/codex/env.ts';
+import { type ExecutionTarget, UNFENCED } from '../../../agents/targets/target.ts';
 import { readLines } from '../../../lib/jsonl.ts';
 import type { Logger } from '../../../lib/log.ts';
-import { type ChildGroup, spawnGroup } from '../../../lib/process-group.ts';
+import type { ChildGroup } from '../../../lib/process-group.ts';
 import { redact } from '../../../lib/redact.ts';
 import { stripTerminalControls } from '../../../lib/text.ts';
 import { toolErrorResult } from '../../errors.ts';
@@ -57,6 +58,8 @@ export interface LegacyOptions {
   terminalGraceMs?: number;
   maxSuppressed?: number;
   logger: Logger;
+  /** Where `codex mcp-server` runs and what is fenced around it (default: unfenced on this machine). */
+  target?: ExecutionTarget;
   /** Runs once at teardown, after Codex stopped and before `exit` (removing the bridge's home). */
   onExit: () => void;
 }
@@ -102,10 +105,11 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
     { ...(opts.settings.modelProvider ? { modelProvider: opts.settings.modelProvider } : {}) },
     opts.homeDir,
   );
-  const codex: ChildGroup = spawnGroup(file!, [...prefix, 'mcp-server'], {
+  const codex: ChildGroup = (opts.target ?? UNFENCED).spawn(file!, [...prefix, 'mcp-server'], {
     cwd: opts.launchDir,
     env,
     stdio: ['pipe', 'pipe', 'ignore'],
+    keep: [opts.homeDir],
   });
   codex.child.on('error', (err) => logger.error('could not start codex mcp-server', { error: err.message }));
   codex.child.stdin?.on('error', () => {});

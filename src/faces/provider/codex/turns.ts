@@ -7,6 +7,7 @@ import type { Agent, AgentEvent, AgentSession, OpenSessionOptions, Sandbox } fro
 import { type CodexAgentExtras, createCodexAgent } from '../../../agents/codex/adapter.ts';
 import type { CodexAgentConfig } from '../../../agents/codex/config.ts';
 import type { PreparedHome } from '../../../agents/codex/home.ts';
+import type { ExecutionTarget } from '../../../agents/targets/target.ts';
 import type { Logger } from '../../../lib/log.ts';
 
 export type TurnState = 'running' | 'canceling';
@@ -131,6 +132,8 @@ export interface CodexRuntime {
   prepareHome(cwd?: string): PreparedHome;
   logger: Logger;
   stateDir: string;
+  /** Where each call's app-server runs and what is fenced around it (default: unfenced on this machine). */
+  target?: ExecutionTarget;
 }
 
 /** The extra state a wrapped call exposes once its turn ended. */
@@ -184,7 +187,7 @@ export function callAgent(
       userCodexHome: runtime.userCodexHome,
       cancelGraceMs: limits.cancelGraceMs,
     },
-    { stateDir: runtime.stateDir, logger: runtime.logger },
+    { stateDir: runtime.stateDir, logger: runtime.logger, ...(runtime.target ? { target: runtime.target } : {}) },
     extras,
   );
   const agent: Agent = {

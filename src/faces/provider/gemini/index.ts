@@ -10,6 +10,7 @@ import { GEMINI_SANDBOX_MODES, GeminiAgent, type GeminiSandboxMode } from '../..
 import { createLogger, isLogLevel, type LogLevel } from '../../../lib/log.ts';
 import { ensurePrivateDir } from '../../../lib/private-fs.ts';
 import { redact } from '../../../lib/redact.ts';
+import { providerTarget } from '../fence.ts';
 import { defineProviderTool, serveProviderStdio, ToolFailure } from '../stdio-server.ts';
 
 /** Default bound of one `gemini` call (a 360 s client tool timeout fits it). */
@@ -72,6 +73,7 @@ export async function run(argv: string[]): Promise<void> {
     sandboxMode: flags.geminiSandbox,
     homeDir: join(stateDir, 'gemini-home'),
     logger,
+    target: providerTarget('gemini'),
   });
   const timeoutMs = flags.timeout * 1000;
   if (flags.geminiSandbox === 'external') {

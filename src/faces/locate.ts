@@ -7,6 +7,7 @@
 // Support/baton for all three. An explicit config file keeps the layout it always had: connections/ and state/ beside it.
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { realish } from '../lib/paths.ts';
 
 export type LocationSource = 'flag' | 'BATON_CONFIG' | 'BATON_HOME' | 'user';
 
@@ -88,4 +89,17 @@ export function describeLocation(loc: ConfigLocation): string {
     case 'user':
       return `${loc.configPath} (the user config; set $BATON_HOME or pass --config to use another)`;
   }
+}
+
+/**
+ * The dirs holding baton's own files for a config at `loc` whose `stateDir` key is `stateDir` (the config dir,
+ * `connections/`, the state dir), as real paths: never a root, and empty in a fenced agent's view.
+ */
+export function ownDirs(
+  loc: ConfigLocation,
+  stateDir: string | undefined,
+): { stateDirPath: string; privateDirs: string[] } {
+  const stateDirPath = stateDir ? resolve(dirname(loc.configPath), stateDir) : loc.stateDir;
+  const dirs = [dirname(loc.configPath), loc.connectionsDir, stateDirPath].map(realish);
+  return { stateDirPath, privateDirs: [...new Set(dirs)] };
 }
