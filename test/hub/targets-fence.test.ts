@@ -120,10 +120,14 @@ test('secrets fence: a delegated agent reads none of batonâ€™s files or the hubâ
   assert.ok(readFileSync(hub.configPath, 'utf8').includes(CONTROL_TOKEN));
 
   // The operator's views name each agent's target and what it fences.
-  const agents = await call<{ agents: Array<{ name: string; target: string }> }>(alice, 'agent_agents', {});
-  assert.deepEqual(agents.agents.map((a) => [a.name, a.target]).sort(), [
-    ['fenced', 'local'],
-    ['open', 'open'],
+  const agents = await call<{ agents: Array<{ name: string; target: string; fence: string }> }>(
+    alice,
+    'agent_agents',
+    {},
+  );
+  assert.deepEqual(agents.agents.map((a) => [a.name, a.target, a.fence]).sort(), [
+    ['fenced', 'local', 'secrets'],
+    ['open', 'open', 'off'],
   ]);
   const env = isolatedEnv(dir, { HOME: home });
   const cli = writeCliConfig(hub, join(dir, 'cli', 'config.json'));
@@ -192,6 +196,16 @@ test('secrets fence unavailable: doctor and serve warn in one line with the fix,
   });
   assert.equal((await followToEnd(alice, run.taskId)).state, 'succeeded');
   assert.match(reachedOf(await answer(alice, run.taskId)).read[hub.configPath]!, /^ok:/, 'it ran unfenced');
+  const agents = await call<{ agents: Array<{ name: string; target: string; fence: string }> }>(
+    alice,
+    'agent_agents',
+    {},
+  );
+  assert.deepEqual(
+    agents.agents.map((a) => [a.name, a.target, a.fence]),
+    [['scripted', 'local', 'off']],
+    'agent_agents says the fence is off',
+  );
 });
 
 test('an agent naming an unknown target is a config error naming it', async (t) => {

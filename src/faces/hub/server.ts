@@ -314,7 +314,10 @@ export class Hub {
   private mcpServer(caller: string, era: McpEra): Server {
     let tools = this.tools.get(caller);
     if (!tools) {
-      tools = hubTools(this.engine, caller);
+      tools = hubTools(this.engine, caller, (agent) => {
+        const target = this.targets.ofAgent.get(agent);
+        return target && { target: target.name, fence: target.status().fence };
+      });
       this.tools.set(caller, tools);
     }
     // logging/setLevel is a 2025-era request (deprecated in 2026-07-28); the hub sends no log messages either way.

@@ -11,6 +11,7 @@ import {
   MAX_WAIT_TASKS,
 } from '../../core/engine.ts';
 import { RESULT_PREVIEW_CODE_POINTS } from '../../core/store.ts';
+import type { AgentsView } from '../../core/views.ts';
 import { NEWS_LINGER_MS } from '../../core/waiters.ts';
 import { toolErrorResult } from '../errors.ts';
 import { defineTool, jsonResult, type ToolDef } from '../mcp-tools.ts';
@@ -60,7 +61,16 @@ async function guarded(fn: () => unknown | Promise<unknown>, tool?: string) {
   }
 }
 
-export function hubTools(engine: Engine, caller: string): ToolDef[] {
+/** Where an agent runs: its target's name and what that target fences (`secrets`, `sandbox` or `off`). */
+export type PlacementOf = (agent: string) => { target: string; fence: string } | undefined;
+
+/** agent_agents' view with each agent's target and fence beside what its probe said. */
+function withPlacement(view: AgentsView, placementOf: PlacementOf | undefined): AgentsView {
+  if (!placementOf) return view;
+  return { ...view, agents: view.agents.map((a) => ({ ...a, ...placementOf(a.name) })) };
+}
+
+export function hubTools(engine: Engine, caller: string, placementOf?: PlacementOf): ToolDef[] {
   return [
     defineTool({
       name: 'agent_run',
@@ -192,7 +202,7 @@ export function hubTools(engine: Engine, caller: string): ToolDef[] {
         'The agents this caller may name in agent_run: kind, whether installed, version, login state, and the models and efforts they offer where they say so. Spends no inference; probed at most once a minute.',
       input: z.object({}).strict(),
       annotations: { readOnlyHint: true, openWorldHint: false },
-      handler: () => guarded(() => engine.agentsOf(caller), 'agent_agents'),
+      handler: () => guarded(async () => withPlacement(await engine.agentsOf(caller), placementOf), 'agent_agents'),
     }),
   ];
 }
