@@ -95,6 +95,19 @@ export function checkTestedVersion(agent: TestedAgent, found: string | undefined
   return { outcome: 'tested' };
 }
 
+/**
+ * The one line for a server that answers 404 on a route every tested release serves: likely a release that moved its
+ * API (OpenCode 2 moved its routes under `/api`), so it names the tested range and what to install.
+ */
+export function missingRouteMessage(agent: TestedAgent, where: string, route: string): string {
+  const range = TESTED_VERSIONS[agent];
+  const moved = range.refuseFrom ? ` (${range.refuseFrom} and later moved it)` : '';
+  return (
+    `${where} answered 404 on ${route}, which every ${range.label} baton supports serves${moved}: baton needs ` +
+    `${range.label} ${rangeText(range)}; install a supported release (${range.install})`
+  );
+}
+
 /** Which tested agent an agent of `kind` run as `command` is, if any (ACP agents by their binary). */
 export function testedAgentOf(kind: string, command?: readonly string[]): TestedAgent | undefined {
   if (kind === 'codex') return 'codex';

@@ -50,6 +50,28 @@ test('redirects are refused, not followed', async (t) => {
   assert.deepEqual(fake.seen, ['GET /global/health']);
 });
 
+test('a server without the 1.x routes (as OpenCode 2 moved them under /api) is refused at connect in one line naming the tested range', async (t) => {
+  const fake = await fakeServer((_req, res) => {
+    res.writeHead(404, { 'content-type': 'text/plain' });
+    res.end('Not Found');
+  });
+  t.after(() => fake.close());
+  const registry = new ConnectionRegistry({
+    allowedServerUrls: [fake.url],
+    env: { OPENCODE_SERVER_PASSWORD: PASSWORD },
+  });
+  await assert.rejects(registry.connect('opencode', fake.url, '/srv'), (err: Error) => {
+    assert.match(
+      err.message,
+      /answered 404 on \/global\/health, which every OpenCode baton supports serves \(2\.0\.0 and later moved it\): baton needs OpenCode 1\.18\.33 – 1\.18\.x; install a supported release \(npm i -g opencode-ai@1\)$/,
+    );
+    assert.equal(err.message.split('\n').length, 1);
+    return true;
+  });
+  assert.deepEqual(fake.seen, ['GET /global/health']);
+  assert.equal(registry.list().length, 0, 'nothing was registered');
+});
+
 test('an error body that echoes the credentials is redacted', async (t) => {
   const fake = await fakeServer((req, res) => {
     res.writeHead(500, { 'content-type': 'text/plain' });

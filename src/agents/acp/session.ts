@@ -7,6 +7,7 @@ import type { Logger } from '../../lib/log.ts';
 import type { AgentEvent, AgentSession, OpenSessionOptions, Sandbox, TurnOptions } from '../agent.ts';
 import { EventQueue } from '../event-queue.ts';
 import type { ExecutionTarget } from '../targets/target.ts';
+import { checkTestedVersion, testedAgentOf } from '../tested-versions.ts';
 import { type AcpConfig, DEFAULT_CANCEL_GRACE_MS } from './config.ts';
 import {
   choosePermissionOption,
@@ -92,6 +93,11 @@ export class AcpAgentSession implements AgentSession {
     });
     try {
       const proc = session.proc;
+      // Rule `free-probes`: a known CLI's version, as initialize named it, against the range baton was tested on.
+      const tested = testedAgentOf('acp', config.command);
+      const verdict = tested && checkTestedVersion(tested, proc.initializeResult?.agentInfo?.version);
+      if (verdict && verdict.outcome === 'refused') throw new Error(verdict.message);
+      if (verdict && verdict.outcome === 'untested') logger.warn(`${agentName}: ${verdict.message}`);
       if (opts.resume) {
         if (!proc.initializeResult?.agentCapabilities?.loadSession) throw new ResumeUnsupportedError(agentName);
         // session/load replays the history as session/update notifications; no turn is active, so they are dropped.

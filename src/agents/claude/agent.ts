@@ -20,6 +20,7 @@ import {
 import { runCli } from '../cli-process.ts';
 import { EventQueue } from '../event-queue.ts';
 import type { ExecutionTarget } from '../targets/target.ts';
+import { VersionGate } from '../version-gate.ts';
 import { ClaudeConfigHome, canonicalClaudeConfigDir } from './home.ts';
 import { type ClaudePolicy, claudeArgs } from './policy.ts';
 import { type ClaudeResult, ClaudeStreamMapper, isClaudeResult, resultFailure } from './stream.ts';
@@ -67,11 +68,18 @@ export class ClaudeAgent implements Agent {
   readonly kind = 'claude';
   readonly home: ClaudeConfigHome;
   private readonly opts: ClaudeAgentOptions;
+  /** Rule `free-probes`: the binary's version against the tested range, before the first round (turns run here only). */
+  readonly versionGate: VersionGate;
 
   constructor(name: string, opts: ClaudeAgentOptions) {
     this.name = name;
     this.opts = opts;
     this.home = new ClaudeConfigHome(opts.homeDir, opts.userConfigDir ?? canonicalClaudeConfigDir(opts.env));
+    this.versionGate = new VersionGate('claude-code', {
+      argv: () => [this.command],
+      env: () => this.childEnv(),
+      logger: opts.logger,
+    });
   }
 
   get command(): string {
@@ -132,6 +140,8 @@ export class ClaudeAgent implements Agent {
 
   /** One blocking `--output-format json` run (rule `claude-reviewer` `claude_code`). */
   async runBlocking(prompt: string, opts: BlockingRunOptions): Promise<BlockingRunResult> {
+    const refused = await this.versionGate.refusal();
+    if (refused) return { ok: false, error: refused };
     let result: ClaudeResult | undefined;
     const snapshot = this.home.beginRun();
     const run = runCli({
@@ -192,6 +202,11 @@ class ClaudeSession implements AgentSession {
   }
 
   async *turn(prompt: string, turnOpts: TurnOptions): AsyncIterable<AgentEvent> {
+    const refused = await this.agent.versionGate.refusal();
+    if (refused) {
+      yield { kind: 'end', outcome: 'failed', error: refused };
+      return;
+    }
     const stop = new AbortController();
     const forward = () => stop.abort();
     if (turnOpts.signal.aborted || this.opts.signal.aborted) stop.abort();

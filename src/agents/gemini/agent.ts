@@ -19,6 +19,7 @@ import {
 } from '../agent.ts';
 import { type CliOutcome, runCli } from '../cli-process.ts';
 import type { ExecutionTarget } from '../targets/target.ts';
+import { VersionGate } from '../version-gate.ts';
 import { canonicalGeminiDir, GeminiHome } from './home.ts';
 import { NO_RELAUNCH } from './no-relaunch.ts';
 
@@ -61,12 +62,19 @@ export class GeminiAgent implements Agent {
   readonly kind = 'gemini';
   readonly home: GeminiHome;
   private readonly opts: GeminiAgentOptions;
+  /** Rule `free-probes`: the binary's version against the tested range, before the first run. */
+  private readonly versionGate: VersionGate;
 
   constructor(name: string, opts: GeminiAgentOptions) {
     this.name = name;
     this.opts = opts;
     const env = opts.env ?? process.env;
     this.home = new GeminiHome(opts.homeDir, canonicalGeminiDir(env), env);
+    this.versionGate = new VersionGate('gemini-cli', {
+      argv: () => this.argvPrefix,
+      env: () => ({ ...this.childEnv(), [NO_RELAUNCH]: 'true' }),
+      logger: opts.logger,
+    });
   }
 
   get argvPrefix(): readonly string[] {
@@ -157,6 +165,8 @@ export class GeminiAgent implements Agent {
     prompt: string,
     opts: { cwd: string; signal?: AbortSignal; onProcessGroup?: (pgid: number) => void },
   ): Promise<GeminiRunResult> {
+    const refused = await this.versionGate.refusal();
+    if (refused) return { ok: false, error: refused };
     const snapshots = this.home.beginRun();
     const run = runCli({
       command: this.argvPrefix[0]!,

@@ -9,7 +9,7 @@ import {
   type Part,
   type Session,
 } from '../../agents/opencode/client.ts';
-import { checkTestedVersion } from '../../agents/tested-versions.ts';
+import { checkTestedVersion, missingRouteMessage } from '../../agents/tested-versions.ts';
 import { AttachError } from './errors.ts';
 import {
   type ChatMessage,
@@ -34,7 +34,11 @@ export const connectOpenCode: HarnessConnector = async (req: ConnectRequest) => 
   if (!creds) throw new AttachError('OpenCode credentials are missing');
   const client = new OpenCodeClient({ baseUrl: req.origin, username: creds.username, password: creds.password });
   const connection = new OpenCodeConnection(client, req.directory);
-  const health = await connection.health(req.signal);
+  const health = await connection.health(req.signal).catch((err: unknown) => {
+    if (err instanceof OpenCodeRequestError && err.status === 404)
+      throw new AttachError(missingRouteMessage('opencode', `the OpenCode server at ${req.origin}`, '/global/health'));
+    throw err;
+  });
   if (!health.healthy) throw new AttachError(`the OpenCode server at ${req.origin} reports it is not healthy`);
   const verdict = checkTestedVersion('opencode', health.version);
   if (verdict.outcome === 'refused') throw new AttachError(verdict.message);

@@ -1,0 +1,46 @@
+// The version check at round start for adapters that start their CLI once per turn (Claude Code, Gemini CLI's
+// one-shot mode) and so never hear a version from a handshake: `--version` is asked before the first round, an
+// older-than-tested binary refuses the round with the one-line verdict, a newer one is warned about once. A binary
+// that passed is not asked again; a refused one is asked again next round, so an upgrade in place is picked up.
+import { captureCommand } from '../lib/capture.ts';
+import type { Logger } from '../lib/log.ts';
+import { checkTestedVersion, type TestedAgent } from './tested-versions.ts';
+
+const VERSION_TIMEOUT_MS = 15_000;
+const VERSION_OUTPUT_MAX_CHARS = 4 * 1024;
+
+export class VersionGate {
+  private passed = false;
+  private readonly agent: TestedAgent;
+  private readonly argv: () => readonly string[];
+  private readonly env: () => NodeJS.ProcessEnv;
+  private readonly logger: Logger | undefined;
+
+  constructor(
+    agent: TestedAgent,
+    opts: { argv: () => readonly string[]; env: () => NodeJS.ProcessEnv; logger?: Logger },
+  ) {
+    this.agent = agent;
+    this.argv = opts.argv;
+    this.env = opts.env;
+    this.logger = opts.logger;
+  }
+
+  /**
+   * The refusal to report as the round's error, or undefined when the round may run. A `--version` that cannot run or
+   * prints no release number leaves the round to meet the real failure itself.
+   */
+  async refusal(): Promise<string | undefined> {
+    if (this.passed) return undefined;
+    const out = await captureCommand([...this.argv(), '--version'], {
+      env: this.env(),
+      timeoutMs: VERSION_TIMEOUT_MS,
+      maxChars: VERSION_OUTPUT_MAX_CHARS,
+    });
+    const verdict = checkTestedVersion(this.agent, out.code === 0 ? out.stdout : undefined);
+    if (verdict.outcome === 'refused') return verdict.message;
+    if (verdict.outcome === 'untested') this.logger?.warn(verdict.message);
+    this.passed = true;
+    return undefined;
+  }
+}
