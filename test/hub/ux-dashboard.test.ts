@@ -3,7 +3,8 @@
 // the list newest first, refreshing by itself, filtered; a task page showing its prompt, its answer and its git
 // snapshot, following state changes live without a reload; Cancel and Continue from the page, refused without the
 // session's CSRF token or from another origin; HTML in a prompt and an answer rendered inert; times in the viewer's
-// zone; and no token, session id or link code in any page, URL or log.
+// zone; no token, session id or link code in any page, URL or log; and the targets (a Targets table with each one's
+// fence and warning, a task's target where it is not `local`).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -709,4 +710,68 @@ test("the dashboard's Continue is refused when the task's caller may no longer r
   const status = await call<{ state: string; rounds: unknown[] }>(again, 'agent_status', { taskId: run.taskId });
   assert.equal(status.rounds.length, 1, 'no round was added');
   assert.equal(status.state, 'succeeded');
+});
+
+test('targets on the dashboard: a target other than local is named in the list and on the task page; the Targets table shows each target in use with its fence and any warning', async (t) => {
+  const dir = tempDir(t, 'baton-ux-ui-targets-');
+  const { work, entry } = scriptedAgentSetup(dir);
+  const hub = await startHub(t, {
+    dir,
+    roots: [work],
+    agents: { fenced: entry, open: { ...entry, target: 'open' }, bare: { ...entry, target: 'bare' } },
+    targets: { open: { kind: 'local', fence: false }, bare: { kind: 'local', bwrap: join(dir, 'no-such-bwrap') } },
+  });
+  const alice = await connectCaller(t, hub, 'alice');
+  const run = async (agent: string) => {
+    const r = await call<{ taskId: string }>(alice, 'agent_run', {
+      agent,
+      prompt: script([{ reply: `${agent} done` }]),
+      cwd: work,
+      idempotencyKey: `ui-targets-${agent}`,
+    });
+    assert.equal((await followToEnd(alice, r.taskId)).state, 'succeeded');
+    return r.taskId;
+  };
+  const fenced = await run('fenced');
+  const { cookie } = await dashboardSession(hub.url, fenced);
+  const get = async (path: string) => {
+    const r = await fetch(`${hub.url}${path}`, { headers: { cookie } });
+    assert.equal(r.status, 200);
+    return r.text();
+  };
+  const tasksTable = (page: string) => /<table id="tasks">[\s\S]*?<\/table>/.exec(page)?.[0] ?? '';
+
+  // Only `local` tasks so far: no target column, no target fact (as `baton tasks`).
+  const before = await get('/ui');
+  assert.match(tasksTable(before), new RegExp(fenced));
+  assert.doesNotMatch(tasksTable(before), /<th>target<\/th>|class="target"/);
+  assert.doesNotMatch(await get(`/ui/tasks/${fenced}`), /fact-target/);
+
+  const targets = [...before.matchAll(/<tr data-target="([^"]+)">([\s\S]*?)<\/tr>/g)].map(([, name, cells]) => [
+    name,
+    ...[...cells!.matchAll(/<td[^>]*>([^<]*)<\/td>/g)].slice(1).map((c) => c[1]),
+  ]);
+  assert.deepEqual(
+    targets.map(([name, kind, fence]) => [name, kind, fence]),
+    [
+      ['local', 'local', 'secrets'],
+      ['open', 'local', 'off'],
+      ['bare', 'local', 'off'],
+    ],
+  );
+  assert.equal(targets[0]![3], '', 'the fenced target has no warning');
+  assert.equal(targets[1]![3], '', 'a chosen fence: false is not warned about');
+  assert.match(
+    targets[2]![3]!,
+    /^target &quot;bare&quot;: agents run without the secrets fence \(bubblewrap not found at .*no-such-bwrap\) and can read baton&#39;s tokens; install it/,
+  );
+
+  // A task on another target: the list grows the column, that task's page names it.
+  const open = await run('open');
+  const table = tasksTable(await get('/ui'));
+  assert.match(table, /<th>target<\/th>/);
+  assert.match(table, new RegExp(`<tr data-task="${open}">[\\s\\S]*?<td class="target">open</td>`));
+  assert.match(table, new RegExp(`<tr data-task="${fenced}">[\\s\\S]*?<td class="target">local</td>`));
+  assert.match(await get(`/ui/tasks/${open}`), /<dt>target<\/dt><dd id="fact-target">open<\/dd>/);
+  assert.doesNotMatch(await get(`/ui/tasks/${fenced}`), /fact-target/);
 });

@@ -124,6 +124,7 @@ export class Hub {
       engine: this.engine,
       tokenMatches: (token) => tokenMatches(token, controlToken),
       logger: this.logger,
+      targets: () => this.targets.status(),
     });
     this.endpoint = new McpEndpoint({
       store: this.store,

@@ -3,6 +3,7 @@
 // engine's waiters; Cancel and Continue for the operator. This module routes the requests; who may send them is in
 // auth.ts, the markup in pages.ts (with the browser's script and style in client/), the event stream in sse.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TargetStatus } from '../../../agents/targets/target.ts';
 import { isDecision } from '../../../core/approvals.ts';
 import {
   type Engine,
@@ -51,6 +52,8 @@ export interface DashboardOptions {
   /** Constant-time comparison with the control token. */
   tokenMatches: (token: string) => boolean;
   logger: Logger;
+  /** The targets in use, with their fence and any warning (as /control/health reports them). */
+  targets?: () => readonly TargetStatus[];
 }
 
 export class Dashboard {
@@ -201,7 +204,7 @@ export class Dashboard {
     } catch (err) {
       return sendHtml(res, 400, refusedPage('Usage', html`${redactError(err)}. <a href="/ui">Start over</a>`));
     }
-    sendHtml(res, 200, listPage(list, q, cursor, session, usage));
+    sendHtml(res, 200, listPage(list, q, cursor, session, usage, this.opts.targets?.()));
   }
 
   /** The list's rows alone, for the page's refresh. */

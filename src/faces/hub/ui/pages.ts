@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
+import type { TargetStatus } from '../../../agents/targets/target.ts';
 import type { OverviewView, ResultView, StatusView } from '../../../core/engine.ts';
 import { isTerminal, type TaskEvent } from '../../../core/task.ts';
 import { type UsageTotals, usageText } from '../../../core/usage.ts';
@@ -75,8 +76,9 @@ export function listPage(
   cursor: string | undefined,
   session: PageSession,
   usage?: UsageTotals,
+  targets?: readonly TargetStatus[],
 ): Rendered {
-  const body = html`<h1>Tasks (all callers)</h1>${usage ? usageSection(usage) : ''}
+  const body = html`<h1>Tasks (all callers)</h1>${targets ? targetsSection(targets) : ''}${usage ? usageSection(usage) : ''}
       <form class="filter" method="get" action="/ui"><label>Filter <input type="search" name="q" value="${q}"
         placeholder="id, caller, agent, state, project or prompt"></label> <button>Filter</button>
         ${q && html`<a href="/ui">clear</a>`}</form>
@@ -84,6 +86,18 @@ export function listPage(
       <div id="list" data-refresh="${`/ui/rows?${new URLSearchParams({ q, ...(cursor ? { cursor } : {}) })}`}"
         data-every="${LIST_REFRESH_MS}">${listBody(list, q)}</div>`;
   return page('Tasks', body, { session });
+}
+
+/** The targets the agents run on, with what each fences now and, when it cannot fence as configured, why and the fix. */
+function targetsSection(targets: readonly TargetStatus[]): SafeHtml {
+  const rows = targets.map(
+    (
+      x,
+    ) => html`<tr data-target="${x.name}"><td>${x.name}</td><td>${x.kind}</td><td class="fence-${x.fence}">${x.fence}</td>
+      <td class="warning">${x.error ?? x.warning ?? ''}</td></tr>`,
+  );
+  return html`<h2>Targets</h2><table id="targets"><thead><tr><th>target</th><th>kind</th><th>fence</th><th>warning</th></tr></thead>
+    <tbody>${rows}</tbody></table>`;
 }
 
 /** Usage per caller and agent over a period of UTC days, with a form to pick another period (rule: usage-budgets). */
@@ -104,16 +118,18 @@ function usageSection(u: UsageTotals): SafeHtml {
 /** The list's rows alone, for the page's refresh. */
 export function listBody(list: OverviewView, q: string): SafeHtml {
   if (!list.tasks.length) return html`<p class="none">${q ? 'No task matches the filter.' : 'No tasks yet.'}</p>`;
+  // The target column shows once a listed task runs anywhere but the default `local` (as `baton tasks list`).
+  const targets = list.tasks.some((t) => (t.target ?? 'local') !== 'local');
   const rows = list.tasks.map(
     (t) => html`<tr data-task="${t.taskId}"><td><a href="/ui/tasks/${t.taskId}">${t.taskId}</a></td>
-      <td title="${t.cwd}">${basename(t.cwd)}</td><td>${t.agent}</td><td>${String(t.caller ?? '')}</td>
+      <td title="${t.cwd}">${basename(t.cwd)}</td><td>${t.agent}</td>${targets ? html`<td class="target">${t.target ?? 'local'}</td>` : ''}<td>${String(t.caller ?? '')}</td>
       <td class="state-${t.state}">${t.state}</td><td>${time(t.createdAt, 'age')}</td>
       <td class="prompt">${oneLine(t.promptStart, 120)}</td></tr>`,
   );
   const more =
     list.nextCursor &&
     html`<p><a href="/ui?${String(new URLSearchParams({ q, cursor: list.nextCursor }))}">Older tasks</a></p>`;
-  return html`<table id="tasks"><thead><tr><th>task</th><th>project</th><th>agent</th><th>caller</th><th>state</th>
+  return html`<table id="tasks"><thead><tr><th>task</th><th>project</th><th>agent</th>${targets ? html`<th>target</th>` : ''}<th>caller</th><th>state</th>
     <th>age</th><th>prompt</th></tr></thead><tbody>${rows}</tbody></table>${more}`;
 }
 
@@ -162,6 +178,7 @@ function factsList(t: StatusView): SafeHtml {
   const facts: [string, SafeHtml | string | number | null][] = [
     ['caller', typeof t.caller === 'string' ? t.caller : ''],
     ['agent', t.agent],
+    ['target', t.target && t.target !== 'local' ? t.target : null],
     ['state', t.state],
     ['round', t.round],
     ['cwd', t.cwd],
