@@ -8,7 +8,7 @@
 import type { PermissionDecision } from '../agents/agent.ts';
 import { TaskAccess } from './access.ts';
 import { Admission, changedDir, newTaskId, payloadHash, queuedEvent } from './admission.ts';
-import { Approvals } from './approvals.ts';
+import { Approvals, type WaitingView } from './approvals.ts';
 import { defaultMaxRunning, RunCaps } from './caps.ts';
 import {
   type AdmittedView,
@@ -216,6 +216,12 @@ export class Engine {
     const task = this.access.owned(reader, taskId);
     this.approvals.respond(task.id, requestId, decision, cancelOrigin(reader));
     return this.access.readerView(reader, this.access.mustGet(task.id));
+  }
+
+  /** The permission request the task's round waits for, if any (rule: approvals); another caller's task is not found. */
+  waitingFor(reader: Reader, taskId: string): WaitingView | undefined {
+    const task = this.access.owned(reader, taskId);
+    return task.state === 'running' ? this.approvals.waitingOf(task.id) : undefined;
   }
 
   /**

@@ -29,6 +29,8 @@ export interface TaskSnapshot {
   lastUpdatedAt: string;
   result?: CallToolResult;
   error?: { code: number; message: string; data?: unknown };
+  /** Set with status `input_required`: the server-to-client requests the task waits on, keyed by the server's ids. */
+  inputRequests?: Record<string, unknown>;
 }
 
 /** What a task-capable call turned into: a task, or an answer given at once (a refusal, a replayed result). */
@@ -40,9 +42,14 @@ export interface TaskBackend {
   start(call: { tool: ToolDef; args: unknown }, extra: ToolExtra): Promise<TaskStart> | undefined;
   /**
    * The task, returned at once when terminal, else once it changed or `holdMs` passed (a long-poll; `signal` ends it
-   * early). undefined: no such task for this caller.
+   * early). undefined: no such task for this caller. `ctx` is the tasks/get request's (what its requester declared).
    */
-  get(taskId: string, holdMs: number, signal: AbortSignal): Promise<TaskSnapshot | undefined>;
+  get(taskId: string, holdMs: number, signal: AbortSignal, ctx?: ServerContext): Promise<TaskSnapshot | undefined>;
+  /**
+   * Takes the requester's answers to a task's `inputRequests` (tasks/update); false when there is no such task. A
+   * backend without it never asks for input, and every answer is ignored.
+   */
+  update?(taskId: string, inputResponses: Record<string, unknown>): boolean | Promise<boolean>;
   /** Asks the task to stop; false when there is no such task. Cooperative: the task may still end otherwise. */
   cancel(taskId: string): boolean | Promise<boolean>;
 }
@@ -85,6 +92,7 @@ export function serveTasks(server: Server, backend: TaskBackend, opts: TasksOpti
     ...common,
     ...(t.status === 'completed' && t.result ? { result: t.result } : {}),
     ...(t.status === 'failed' && t.error ? { error: t.error } : {}),
+    ...(t.status === 'input_required' ? { inputRequests: t.inputRequests ?? {} } : {}),
   });
   const unknown = (id: string) =>
     new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown task "${id.slice(0, 80)}"`);
@@ -103,15 +111,19 @@ export function serveTasks(server: Server, backend: TaskBackend, opts: TasksOpti
   >[0]);
   server.setRequestHandler('tasks/get', { params: TaskRef }, async ({ taskId }, ctx) => {
     negotiated(ctx);
-    const task = await backend.get(taskId, holdMs, ctx.mcpReq.signal);
+    const task = await backend.get(taskId, holdMs, ctx.mcpReq.signal, ctx);
     if (!task) throw unknown(taskId);
     return { resultType: 'complete', ...wire(task) };
   });
-  // Baton's tasks never ask the client for input, so no inputRequests is ever outstanding and every response is one
-  // the spec says to ignore; the acknowledgement still tells an unknown task apart.
+  // Responses go to the backend, which ignores those for requests no longer outstanding (as the spec allows); the
+  // acknowledgement tells an unknown task apart and says nothing of how the answers were taken.
   server.setRequestHandler('tasks/update', { params: TaskUpdate }, async ({ taskId }, ctx) => {
     negotiated(ctx);
-    if (!(await backend.get(taskId, 0, AbortSignal.abort()))) throw unknown(taskId);
+    const responses = ctx.mcpReq.inputResponses ?? {};
+    const known = backend.update
+      ? await backend.update(taskId, responses)
+      : (await backend.get(taskId, 0, AbortSignal.abort())) !== undefined;
+    if (!known) throw unknown(taskId);
     return { resultType: 'complete' };
   });
   server.setRequestHandler('tasks/cancel', { params: TaskRef }, async ({ taskId }, ctx) => {

@@ -3,6 +3,7 @@
 // answer. Served on MCP SDK v2, which answers both protocol eras (2026-07-28 and 2025 clients).
 import {
   type CallToolResult,
+  CLIENT_CAPABILITIES_META_KEY,
   ProtocolError,
   ProtocolErrorCode,
   type Server,
@@ -13,8 +14,32 @@ import { z } from 'zod';
 
 export type { CallToolResult };
 
-/** What a tool handler may return. */
-export type ToolResult = CallToolResult;
+/**
+ * What a tool handler may return: its result, or on a 2026-07-28 request the input it needs first (the SDK carries
+ * the embedded requests to the client and the client's answers back in a retry, `ctx.mcpReq.inputResponses`).
+ */
+export type ToolResult = CallToolResult | InputRequiredToolResult;
+
+/** Whether this request declared form-mode elicitation in its per-request client capabilities (2026-07-28). */
+export function requestCanElicit(ctx: ServerContext | undefined): boolean {
+  const envelope = ctx?.mcpReq.envelope as Record<string, unknown> | undefined;
+  const caps = envelope?.[CLIENT_CAPABILITIES_META_KEY] as { elicitation?: unknown } | undefined;
+  const e = caps?.elicitation;
+  if (typeof e !== 'object' || e === null) return false;
+  // An empty object is form mode (the capability as it was before modes had names).
+  return Object.keys(e).length === 0 || typeof (e as { form?: unknown }).form === 'object';
+}
+
+/** A multi round-trip `input_required` answer: embedded server-to-client requests keyed by the server's ids. */
+export interface InputRequiredToolResult {
+  [key: string]: unknown;
+  resultType: 'input_required';
+  inputRequests: Record<string, { method: string; params: Record<string, unknown> }>;
+}
+
+export function inputRequired(inputRequests: InputRequiredToolResult['inputRequests']): InputRequiredToolResult {
+  return { resultType: 'input_required', inputRequests };
+}
 
 /** The result jsonResult and toolError build: text plus the same object as structuredContent. */
 export interface TextToolResult {
@@ -198,7 +223,10 @@ export function serveTools(server: Server, tools: readonly ToolDef[], opts: Serv
     const extra = toolExtraOf(ctx);
     const intercepted = opts.intercept?.(call, extra);
     if (intercepted) return (await intercepted) as CallToolResult;
-    return server.projectCallToolResult((await call.tool.handler(call.args, extra)) as CallToolResult, undefined);
+    const result = await call.tool.handler(call.args, extra);
+    // The SDK checks an input_required answer against the request's capabilities and era itself.
+    if (result.resultType === 'input_required') return result as never;
+    return server.projectCallToolResult(result as CallToolResult, undefined);
   });
 }
 

@@ -33,10 +33,13 @@ export class Delegation {
   /** Tool names the client offered on its latest main request. */
   offered: string[] = [];
   private taskId: string | undefined;
+  /** The delegate's prompt: by default a script that answers DELEGATE_ANSWER. */
+  private readonly prompt: string;
 
-  constructor(cwd: string, agent = 'scripted') {
+  constructor(cwd: string, agent = 'scripted', prompt = acpScript([{ chunks: ['kestrel', '-42'] }])) {
     this.cwd = cwd;
     this.agent = agent;
+    this.prompt = prompt;
   }
 
   /** Asserts the client delegated through baton: agent_run first, agent_result last, agent_wait in between. */
@@ -60,7 +63,7 @@ export class Delegation {
     if (!last) {
       return ask(run, {
         agent: this.agent,
-        prompt: acpScript([{ chunks: ['kestrel', '-42'] }]),
+        prompt: this.prompt,
         cwd: this.cwd,
         idempotencyKey: `connect-${Date.now()}`,
       });

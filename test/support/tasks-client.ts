@@ -18,9 +18,12 @@ export class TasksRequester {
   private nextId = 1;
   /** Whether requests declare the extension in their per-request client capabilities. */
   private readonly negotiate: boolean;
+  /** Further per-request client capabilities (elicitation, for one). */
+  private readonly caps: Record<string, unknown>;
 
-  private constructor(url: URL, token: string, negotiate: boolean) {
+  private constructor(url: URL, token: string, negotiate: boolean, caps: Record<string, unknown>) {
     this.negotiate = negotiate;
+    this.caps = caps;
     this.transport = new StreamableHTTPClientTransport(url, {
       requestInit: { headers: { Authorization: `Bearer ${token}` } },
     });
@@ -35,9 +38,10 @@ export class TasksRequester {
     hub: Pick<RunningHub, 'url'>,
     caller: string,
     negotiate = true,
+    caps: Record<string, unknown> = {},
   ): Promise<TasksRequester> {
     const token = TEST_CALLERS[caller as keyof typeof TEST_CALLERS];
-    const r = new TasksRequester(new URL(`${hub.url}/mcp/${caller}`), token, negotiate);
+    const r = new TasksRequester(new URL(`${hub.url}/mcp/${caller}`), token, negotiate, caps);
     await r.transport.start();
     t.after(() => r.transport.close().catch(() => {}));
     return r;
@@ -49,7 +53,10 @@ export class TasksRequester {
     const answer = new Promise<RpcAnswer>((resolve) => this.pending.set(id, resolve));
     const _meta = {
       'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-      'io.modelcontextprotocol/clientCapabilities': this.negotiate ? { extensions: { [TASKS]: {} } } : {},
+      'io.modelcontextprotocol/clientCapabilities': {
+        ...this.caps,
+        ...(this.negotiate ? { extensions: { [TASKS]: {} } } : {}),
+      },
       'io.modelcontextprotocol/clientInfo': { name: 'tasks-requester', version: '1.0.0' },
     };
     void this.transport.send({ jsonrpc: '2.0', id, method, params: { ...params, _meta } });

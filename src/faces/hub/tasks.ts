@@ -7,7 +7,8 @@ import { type Engine, EngineError, MAX_EVENT_PAGE, type StatusView } from '../..
 import { isTerminal, type TaskEvent, type TaskState } from '../../core/task.ts';
 import { cutCodePoints } from '../../lib/chars.ts';
 import type { TaskBackend, TaskSnapshot } from '../mcp-tasks.ts';
-import type { CallToolResult } from '../mcp-tools.ts';
+import { type CallToolResult, requestCanElicit } from '../mcp-tools.ts';
+import { applyApprovalAnswers, approvalElicitation } from './approval-input.ts';
 
 /** The answer a completed task carries is at most this many result pages (agent_result pages the rest). */
 const RESULT_PAGES = 8;
@@ -58,7 +59,8 @@ export function hubTaskBackend(engine: Engine, caller: string): TaskBackend {
     return got && round ? { ...ref!, ...got, round } : undefined;
   };
 
-  const snapshot = (mcpId: string): TaskSnapshot | undefined => {
+  /** `canElicit`: the requester declared form elicitation, so a permission request is put to it (rule: approvals). */
+  const snapshot = (mcpId: string, canElicit = false): TaskSnapshot | undefined => {
     const at = locate(mcpId);
     if (!at) return undefined;
     const { view, round, id, n } = at;
@@ -68,6 +70,20 @@ export function hubTaskBackend(engine: Engine, caller: string): TaskBackend {
       lastUpdatedAt: round.endedAt ?? view.updatedAt,
     };
     const state = n === view.round ? view.state : round.state;
+    const waiting = n === view.round ? view.waiting : undefined;
+    if (waiting && canElicit) {
+      const inputRequests = { [waiting.requestId]: approvalElicitation(id, waiting) };
+      return {
+        ...base,
+        status: 'input_required',
+        statusMessage: `waiting for a decision: ${waiting.what}`,
+        inputRequests,
+      };
+    }
+    if (waiting) {
+      const statusMessage = `waiting for a decision: ${waiting.what} (agent_respond with requestId ${waiting.requestId})`;
+      return { ...base, status: 'working', statusMessage };
+    }
     if (!isTerminal(state)) return { ...base, status: 'working', statusMessage: at.message ?? state };
     if (state === 'cancelled') return { ...base, status: 'cancelled', statusMessage: round.error ?? 'cancelled' };
     return { ...base, status: 'completed', result: answer(engine, caller, id, n, state, round.error) };
@@ -87,13 +103,22 @@ export function hubTaskBackend(engine: Engine, caller: string): TaskBackend {
       })();
     },
 
-    async get(mcpId, holdMs, signal) {
-      const first = snapshot(mcpId);
+    async get(mcpId, holdMs, signal, ctx) {
+      const canElicit = requestCanElicit(ctx);
+      const first = snapshot(mcpId, canElicit);
       const ref = parse(mcpId);
+      // A task that needs input answers at once, so the requester can give it.
       if (first?.status !== 'working' || !ref || holdMs <= 0 || signal.aborted) return first;
       // Wakes at the task's next event or its end, like agent_wait; an event past any cursor means "anything new".
       await engine.wait(caller, ref.id, Number.MAX_SAFE_INTEGER, holdMs, signal).catch(() => {});
-      return snapshot(mcpId);
+      return snapshot(mcpId, canElicit);
+    },
+
+    update(mcpId, inputResponses) {
+      const at = locate(mcpId);
+      if (!at) return false;
+      if (at.n === at.view.round) applyApprovalAnswers(engine, caller, [at.id], inputResponses);
+      return true;
     },
 
     cancel(mcpId) {

@@ -14,7 +14,8 @@ import { RESULT_PREVIEW_CODE_POINTS } from '../../core/store.ts';
 import type { AgentsView } from '../../core/views.ts';
 import { NEWS_LINGER_MS } from '../../core/waiters.ts';
 import { toolErrorResult } from '../errors.ts';
-import { defineTool, jsonResult, type ToolDef } from '../mcp-tools.ts';
+import { defineTool, inputRequired, jsonResult, requestCanElicit, type ToolDef } from '../mcp-tools.ts';
+import { applyApprovalAnswers, approvalInputRequests } from './approval-input.ts';
 
 /**
  * A prompt is at most this many Unicode code points, the unit zod's `max` and JSON Schema's `maxLength` count (and the
@@ -126,8 +127,17 @@ export function hubTools(engine: Engine, caller: string, placementOf?: Placement
         })
         .strict(),
       annotations: { readOnlyHint: true },
-      handler: (args, extra) =>
-        guarded(() => {
+      handler: async (args, extra) => {
+        // A caller that can be asked through its own input channel is put a permission request its tasks wait for as
+        // a form, before the wait and when the wait ends on one (rule: approvals); its answers come with the retry.
+        const ids = args.tasks ? args.tasks.map((x) => x.taskId) : args.taskId ? [args.taskId] : [];
+        const ask = requestCanElicit(extra.ctx);
+        const answers = extra.ctx?.mcpReq.inputResponses;
+        const asks = () => (ask ? approvalInputRequests(engine, caller, ids, answers) : undefined);
+        if (ask) applyApprovalAnswers(engine, caller, ids, answers);
+        const before = asks();
+        if (before) return inputRequired(before);
+        const res = await guarded(() => {
           const timeout = args.timeoutMs ?? MAX_WAIT_MS;
           if (args.tasks) {
             if (args.taskId !== undefined || args.after !== undefined)
@@ -136,7 +146,10 @@ export function hubTools(engine: Engine, caller: string, placementOf?: Placement
           }
           if (args.taskId === undefined) throw new InvalidArgumentError('taskId: required (or give tasks)');
           return engine.wait(caller, args.taskId, args.after, timeout, extra.signal);
-        }, 'agent_wait'),
+        }, 'agent_wait');
+        const after = res.isError ? undefined : asks();
+        return after ? inputRequired(after) : res;
+      },
     }),
     defineTool({
       name: 'agent_result',

@@ -85,12 +85,13 @@ export async function serveProviderStdio(opts: ProviderServerOptions): Promise<v
       extra.sendNotification({ method: 'notifications/progress', params }).catch(() => {}),
     );
     try {
-      return await tool.handler(args, {
+      // A provider's tools answer with a result, never input_required.
+      return (await tool.handler(args, {
         requestId: extra.requestId,
         signal: controller.signal,
         progress: progress.send,
         trackGroup: (pgid) => groups.add(pgid),
-      });
+      })) as CallToolResult;
     } catch (err) {
       if (!(err instanceof ProtocolError) && !reportable(err)) {
         opts.logger.error('tool failed unexpectedly', { tool: tool.name, error: redactError(err) });
