@@ -112,15 +112,20 @@ test('budgets: hub-wide limits, a caller’s own in their place; zero, negative 
 
 test('approvals: ask per caller and agent; ask on a kind that cannot ask, an unknown agent or policy, a non-positive timeout are refused', (t) => {
   const write = writer(t);
-  const agents = { claude: { kind: 'claude' }, gemini: { kind: 'acp', command: ['gemini', '--acp'] } };
+  const agents = {
+    claude: { kind: 'claude' },
+    gemini: { kind: 'acp', command: ['gemini', '--acp'] },
+    opencode: { kind: 'opencode' },
+  };
   const cfg = loadConfig(
     write({
       agents,
       limits: { approvalTimeoutMs: 60_000 },
-      callers: { alice: { token: 'a'.repeat(40), approvals: { gemini: 'ask', claude: 'deny' } } },
+      callers: { alice: { token: 'a'.repeat(40), approvals: { gemini: 'ask', claude: 'deny', opencode: 'ask' } } },
     }),
   );
   assert.equal(approvalPolicyOf(cfg, 'alice', 'gemini'), 'ask');
+  assert.equal(approvalPolicyOf(cfg, 'alice', 'opencode'), 'ask', 'OpenCode permission requests can be put to someone');
   assert.equal(approvalPolicyOf(cfg, 'alice', 'claude'), 'deny');
   assert.equal(approvalPolicyOf(cfg, 'bob', 'gemini'), 'deny', 'deny unless configured');
   assert.equal(cfg.limits.approvalTimeoutMs, 60_000);

@@ -20,18 +20,17 @@ import type {
   AgentProbe,
   AgentSession,
   OpenSessionOptions,
-  ToolFamily,
   TurnOptions,
 } from '../agent.ts';
 import { checkTestedVersion } from '../tested-versions.ts';
 import { OpenCodeClient, type OpenCodeEvent, type Part } from './client.ts';
 import { MODEL_PATTERN, type OpenCodeAgentConfig } from './config.ts';
+import { answerPermission, toolFamily } from './permissions.ts';
 import { startOpenCodeServer } from './serve.ts';
 
 /** Wait for the turn to go idle after an abort before the cancel counts as unacknowledged (rule: cancel-then-stop). */
 export const DEFAULT_CANCEL_GRACE_MS = 5_000;
 const VERSION_PROBE_TIMEOUT_MS = 15_000;
-const PERMISSION_DENIED_MESSAGE = 'baton runs this task unattended and denies permission requests; continue without it';
 
 // Rule `no-recursion`: no project opencode.json (it could add MCP servers or plugins), no Claude Code compatibility, no
 // downloads.
@@ -142,6 +141,8 @@ export class OpenCodeAgent implements Agent {
         cancelGraceMs: this.config.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
         logger: this.ctx.logger,
         stop,
+        // A read-only task never grants anything, whoever would be asked.
+        ask: opts.sandbox === 'read-only' ? undefined : opts.ask,
       });
     } catch (err) {
       await stop();
@@ -192,6 +193,8 @@ interface SessionOptions {
   cancelGraceMs: number;
   logger: Logger;
   stop: () => Promise<void>;
+  /** Where permission requests go with the `ask` policy (rule: approvals); rejected without it. */
+  ask: OpenSessionOptions['ask'];
 }
 
 class OpenCodeSession implements AgentSession {
@@ -335,7 +338,8 @@ class OpenCodeSession implements AgentSession {
         return undefined;
       }
       case 'permission.asked':
-        yield await this.denyPermission(ev.properties.id, ev.properties.permission);
+        // With `ask` the turn's events wait here for the decision; OpenCode itself waits for the reply meanwhile.
+        yield await answerPermission(this.client, this.directory, ev.properties, this.opts.ask);
         return undefined;
       case 'question.asked':
         await this.client.rejectQuestion(ev.properties.id, { directory: this.directory }).catch(() => false);
@@ -344,17 +348,6 @@ class OpenCodeSession implements AgentSession {
       default:
         return undefined;
     }
-  }
-
-  /**
-   * Rule `deny-and-report`: no policy lets a delegated OpenCode turn widen its own permissions; the model sees a
-   * rejection.
-   */
-  private async denyPermission(id: string, permission: string): Promise<AgentEvent> {
-    await this.client
-      .replyPermission(id, { reply: 'reject', message: PERMISSION_DENIED_MESSAGE }, { directory: this.directory })
-      .catch(() => false);
-    return { kind: 'permission', decision: 'denied', what: statusLine(permission) };
   }
 
   async close(): Promise<void> {
@@ -448,14 +441,6 @@ function* partEvents(part: Part, tools: Map<string, 'started' | 'ended'>): Gener
     tools.set(part.callID, 'ended');
     yield { kind: 'tool', phase: 'end', family, ok: status === 'completed' };
   }
-}
-
-function toolFamily(tool: string): ToolFamily {
-  if (tool === 'bash') return 'command';
-  if (tool === 'edit' || tool === 'write' || tool === 'patch' || tool === 'multiedit') return 'patch';
-  if (tool === 'webfetch' || tool === 'websearch') return 'web';
-  if (tool === 'task') return 'subagent';
-  return 'other';
 }
 
 async function raceTimeout<T>(p: Promise<T>, ms: number | undefined): Promise<T | 'timeout'> {

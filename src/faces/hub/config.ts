@@ -287,7 +287,6 @@ export function budgetOf(cfg: HubConfig, caller: string): Budget {
 const ASK_REFUSED: Record<string, string> = {
   claude:
     'Claude Code runs with a fixed tool list and denies everything else without asking (claude -p), so there is nothing to approve; use "deny"',
-  opencode: 'baton does not put OpenCode permission requests to a person yet; use "deny"',
 };
 
 /** The approval policy for a caller's rounds on an agent: `ask` where the config says so, else `deny`. */
