@@ -285,7 +285,7 @@ export class Engine {
     return this.reads.overview(filter, cursor, limit);
   }
 
-  prompts(taskId: string, maxChars: number): { n: number; text: string; chars: number }[] {
+  prompts(taskId: string, maxChars: number): { n: number; text: string; chars: number; by?: 'operator' }[] {
     return this.reads.prompts(taskId, maxChars);
   }
 

@@ -322,10 +322,15 @@ export class TaskReads {
     };
   }
 
-  /** Each round's prompt for the operator, cut to `maxChars` code points, with its full length. */
-  prompts(taskId: string, maxChars: number): { n: number; text: string; chars: number }[] {
+  /**
+   * Each round's prompt for the operator, cut to `maxChars` code points, with its full length, and `by: "operator"` on
+   * a round the operator queued.
+   */
+  prompts(taskId: string, maxChars: number): { n: number; text: string; chars: number; by?: 'operator' }[] {
+    const id = this.access.owned(OPERATOR, taskId).id;
+    const byOperator = new Set(this.store.operatorRounds(id));
     return this.store
-      .roundPrompts(this.access.owned(OPERATOR, taskId).id, maxChars + PROMPT_REDACT_MARGIN)
-      .map((p) => ({ ...p, text: shownPrompt(p.text, maxChars) }));
+      .roundPrompts(id, maxChars + PROMPT_REDACT_MARGIN)
+      .map((p) => ({ ...p, text: shownPrompt(p.text, maxChars), ...(byOperator.has(p.n) ? { by: 'operator' } : {}) }));
   }
 }

@@ -136,6 +136,11 @@ export class Store extends StoreDb {
     return events.appendEvent(this, taskId, event);
   }
 
+  /** See events.operatorRounds. */
+  operatorRounds(taskId: string): number[] {
+    return events.operatorRounds(this, taskId);
+  }
+
   /** See events.unansweredApproval. */
   unansweredApproval(taskId: string, n: number): { requestId: string; what: string } | undefined {
     return events.unansweredApproval(this, taskId, n);

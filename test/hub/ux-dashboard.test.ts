@@ -462,6 +462,8 @@ test('dashboard in headless Chromium: login, list, prompt, answer, live state, g
     ),
     ['r1 lifecycle: queued', 'r2 lifecycle: queued by the operator'],
   );
+  assert.equal(await tabB.text('#round-2 .round-facts .by'), 'queued by the operator', "the round's own facts say so");
+  assert.equal(await tabB.eval(`document.querySelector('#round-1 .round-facts .by')`), null);
   const shown = await runGroup(
     process.execPath,
     [

@@ -114,3 +114,15 @@ export function unansweredApproval(
   const ev = JSON.parse(row.data) as { kind: string; requestId: string; what: string };
   return ev.kind === 'approval_requested' ? { requestId: ev.requestId, what: ev.what } : undefined;
 }
+
+/** The rounds of a task the operator queued (its `queued` lifecycle event says `by: "operator"`), in order. */
+export function operatorRounds(db: StoreDb, taskId: string): number[] {
+  const rows = db
+    .stmt(
+      `SELECT json_extract(data, '$.round') AS n FROM events WHERE task_id = ?
+         AND json_extract(data, '$.kind') = 'lifecycle' AND json_extract(data, '$.state') = 'queued'
+         AND json_extract(data, '$.by') = 'operator' ORDER BY seq`,
+    )
+    .all(taskId) as { n: number }[];
+  return rows.map((r) => r.n);
+}

@@ -150,7 +150,7 @@ export function taskPage(t: StatusView, parts: TaskParts, follow: boolean, sessi
 export function taskParts(
   t: StatusView,
   session: PageSession,
-  prompts: Map<number, { text: string; chars: number }>,
+  prompts: Map<number, RoundPrompt>,
   answer: ResultView,
 ): TaskParts {
   return {
@@ -227,8 +227,12 @@ function controls(t: StatusView, session: PageSession): SafeHtml {
     <button id="continue" type="submit">Continue</button></form>`;
 }
 
-function roundSection(r: RoundView, prompt: { text: string; chars: number } | undefined): SafeHtml {
+/** A round's prompt as the page shows it, and who queued the round when the operator did. */
+type RoundPrompt = { text: string; chars: number; by?: 'operator' };
+
+function roundSection(r: RoundView, prompt: RoundPrompt | undefined): SafeHtml {
   const facts = [
+    prompt?.by === 'operator' && html`<span class="by">queued by the operator</span>`,
     html`state <span class="state-${r.state}">${r.state}</span>${r.abandoned ? ' (abandoned)' : ''}`,
     r.startedAt ? html`started ${time(r.startedAt)}` : 'not started',
     r.endedAt && html`ended ${time(r.endedAt)}`,
