@@ -1,7 +1,8 @@
 // process-safe: spawns nothing and leaves process-wide state as it found it (scripts/test.ts runs it in one process).
 // How the legacy bridge tells frames apart (legacy-frames.ts), alone: each line from the client and from Codex is
 // classified into the one kind its handler takes, with what that handler reads, and a line that is not JSON is
-// unparsable (forwarded as it is). The bridge's handling of each kind is tested against real Codex 0.153 in
+// unparsable (forwarded as it is); valid JSON that is not an object from Codex is not_object (the bridge
+// logs and drops it). The bridge's handling of each kind is tested against real Codex 0.153 in
 // codex-legacy.test.ts.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -71,4 +72,19 @@ test('Codex frames: a response, an event with its request and thread, a server r
   assert.deepEqual(codexFrame(line(elicit)), { kind: 'server_request', msg: elicit, id: 9, related: 'job-1' });
   const note = { jsonrpc: '2.0', method: 'notifications/message', params: {} };
   assert.deepEqual(codexFrame(line(note)), { kind: 'other', msg: note });
+});
+
+/** Valid JSON that is not a JSON-RPC object: each is one line a peer may send. */
+const NOT_OBJECTS = ['null', '42', '"text"', '[1,2]', 'true'];
+
+test('a line of JSON that is not an object: Codex sent nothing the bridge can act on; the client is answered by Codex', () => {
+  for (const text of NOT_OBJECTS) {
+    assert.deepEqual(codexFrame(line(text)), { kind: 'not_object' }, text);
+    assert.deepEqual(clientFrame(line(text)), { kind: 'unparsable' }, text);
+  }
+  // An event whose payload is not an object carries an empty one, so no handler reads a field of null.
+  for (const payload of [null, 5, 'x', [1]]) {
+    const event = { jsonrpc: '2.0', method: 'codex/event', params: { msg: payload } };
+    assert.deepEqual((codexFrame(line(event)) as { event: unknown }).event, {}, JSON.stringify(payload));
+  }
 });

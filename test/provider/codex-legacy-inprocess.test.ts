@@ -3,6 +3,7 @@
 // 0.153.4 (npm alias codex-legacy) against the Responses mock. What the process binding adds (signals, process.exit)
 // is covered by codex-legacy.test.ts, which spawns the bridge.
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, test } from 'node:test';
@@ -145,5 +146,74 @@ test('the legacy bridge runs in-process on injected streams: curated tools, a ca
   await client.close();
   assert.equal(await exited.promise, 0);
   assert.equal(onExitRan, true);
+  assert.deepEqual(codexProcessesUnder(homeDir), [], 'no Codex process is left behind');
+});
+
+test('lines of JSON that are not objects on Codex stdout are dropped and logged redacted; the bridge goes on', {
+  timeout: 120_000,
+}, async () => {
+  const clientIn = new PassThrough();
+  const clientOut = new PassThrough();
+  const exited = Promise.withResolvers<number>();
+  const homeDir = join(layout.launchDir, 'tmp', 'codex-homes', 'legacy-not-objects');
+  const secret = 'sk-proj-NotAnObjectLine0123456789abcdef';
+  const warnings: { msg: string; fields?: Record<string, unknown> }[] = [];
+  const logger = {
+    ...silentLogger,
+    warn: (msg: string, fields?: Record<string, unknown>) => warnings.push({ msg, fields }),
+  };
+  // The real Codex, behind a shell that first writes five such lines to the stdout the bridge reads.
+  const lines = ['null', '42', JSON.stringify(`key ${secret}`), '[1,2]', 'true'];
+  const linesFile = join(layout.launchDir, 'not-objects.jsonl');
+  writeFileSync(linesFile, `${lines.join('\n')}\n`);
+  createLegacyBridge(
+    {
+      command: [
+        '/bin/sh',
+        '-c',
+        'while IFS= read -r l; do printf "%s\\n" "$l"; done <"$0"; exec "$@"',
+        linesFile,
+        process.execPath,
+        bins.codexLegacy(),
+      ],
+      homeDir,
+      settings: {
+        model: MOCK_MODEL,
+        effort: 'high',
+        sandboxMode: 'workspace-write',
+        approvalPolicy: 'never',
+        workspaceNetwork: true,
+        fastMode: false,
+        version: parseCodexVersion('0.153.4'),
+        modelProvider: codexModelProviderSchema.parse(JSON.parse(mockProviderFlag(mock))),
+      },
+      userCodexHome: layout.userHome,
+      launchDir: layout.launchDir,
+      models: [MOCK_MODEL, OTHER_MODEL],
+      limits: { idleMs: 600_000, hardMs: 7_200_000, cancelGraceMs: 30_000 },
+      statusIntervalMs: 0,
+      heartbeatMs: 10_000,
+      logger,
+      onExit: () => {},
+    },
+    { clientIn, clientOut, exit: (code) => exited.resolve(code) },
+  );
+  const client = new Client({ name: 'baton-test', version: '0' });
+  await client.connect(new StreamPairTransport(clientIn, clientOut));
+  mock.push(reply('still answering'));
+  const res = (await client.callTool(
+    { name: 'codex', arguments: { prompt: 'hello', cwd: layout.workspace, sandbox: 'read-only' } },
+    undefined,
+    { timeout: 120_000 },
+  )) as CallToolResult;
+  assert.equal(textOf(res), 'still answering');
+
+  const dropped = warnings.filter((w) => /not a JSON object/.test(w.msg));
+  assert.equal(dropped.length, lines.length, JSON.stringify(warnings));
+  const logged = JSON.stringify(dropped);
+  assert.ok(!logged.includes(secret), 'the dropped line is logged redacted');
+  assert.match(logged, /null/);
+  await client.close();
+  assert.equal(await exited.promise, 0);
   assert.deepEqual(codexProcessesUnder(homeDir), [], 'no Codex process is left behind');
 });

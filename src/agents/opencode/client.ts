@@ -21,6 +21,7 @@ import type {
   SessionPromptResponses,
   SessionStatusResponses,
 } from '@opencode-ai/sdk/v2/types';
+import { isObject } from '../../lib/json-value.ts';
 import { readLines } from '../../lib/jsonl.ts';
 import { redact, registerSecret } from '../../lib/redact.ts';
 
@@ -215,11 +216,17 @@ export class OpenCodeClient {
           // OpenCode writes one data line per event; a value split over several lines is joined until it parses.
           pending = pending ? `${pending}\n${text.slice(5).trimStart()}` : text.slice(5).trimStart();
           if (pending.length > MAX_EVENT_LINE_BYTES) pending = '';
+          let value: unknown;
           try {
-            queue.push(JSON.parse(pending) as Event);
-            pending = '';
-            notify();
-          } catch {}
+            value = JSON.parse(pending);
+          } catch {
+            return;
+          }
+          pending = '';
+          // An event is an object; other JSON (null, a number, an array) is no event, and is skipped.
+          if (!isObject(value)) return;
+          queue.push(value as Event);
+          notify();
         },
         onError: (err) => {
           failure = err;

@@ -6,6 +6,7 @@ import { ProtocolErrorCode } from '@modelcontextprotocol/server';
 import type { Sandbox } from '../../../agents/agent.ts';
 import { codexChildEnv } from '../../../agents/codex/env.ts';
 import { type ExecutionTarget, UNFENCED } from '../../../agents/targets/target.ts';
+import { cutCodePoints } from '../../../lib/chars.ts';
 import { readLines } from '../../../lib/jsonl.ts';
 import type { Logger } from '../../../lib/log.ts';
 import type { ChildGroup } from '../../../lib/process-group.ts';
@@ -41,6 +42,9 @@ export const MAX_SUPPRESSED_CODEX_RESPONSES = 16;
 export const DEFAULT_TERMINAL_RESPONSE_GRACE_MS = 5_000;
 /** Bound of a teardown: Codex's group gets TERM, then KILL after this. */
 const TEARDOWN_GRACE_MS = 2_000;
+/** How much of a dropped line from Codex is logged, and how much more is read so a credential at the cut is redacted. */
+const DROPPED_LINE_LOG_CHARS = 200;
+const DROPPED_LINE_REDACT_MARGIN = 512;
 /** Largest native frame accepted from Codex (rule: bounded-frames). */
 const MAX_CODEX_FRAME_BYTES = 64 * 1024 * 1024;
 
@@ -349,6 +353,14 @@ export function createLegacyBridge(opts: LegacyOptions, streams: LegacyStreams):
         return onCodexEvent(frame, raw);
       case 'server_request':
         return onCodexRequest(frame, raw);
+      case 'not_object':
+        // No JSON-RPC message, and nothing a client could act on either: dropped, and the line logged redacted.
+        return logger.warn('codex mcp-server wrote a line of JSON that is not a JSON object; dropped', {
+          line: cutCodePoints(
+            redact(cutCodePoints(raw.toString('utf8'), DROPPED_LINE_LOG_CHARS + DROPPED_LINE_REDACT_MARGIN)),
+            DROPPED_LINE_LOG_CHARS,
+          ),
+        });
       case 'unparsable':
       case 'other':
         return toClient(raw);

@@ -1,5 +1,6 @@
 // The JSON-RPC frames of the legacy passthrough (`codex mcp-server`): their shape, and what the bridge reads from
 // Codex's native events (sanitised status, the typed unauthorized failure). Pure functions, no state.
+import { isObject } from '../../../lib/json-value.ts';
 import { statusLine } from '../../../lib/text.ts';
 import { toolError } from '../../mcp-tools.ts';
 import { authFailure } from './app-server.ts';
@@ -72,7 +73,8 @@ export type ClientFrame =
 
 export function clientFrame(raw: Buffer): ClientFrame {
   const msg = parse(raw);
-  if (msg === undefined) return { kind: 'unparsable' };
+  // JSON that is not an object is no request either: Codex answers it as it answers any line it cannot read.
+  if (msg === undefined || msg === NOT_OBJECT) return { kind: 'unparsable' };
   if (msg.method === 'tools/list' && msg.id !== undefined) return { kind: 'tools_list', msg, id: msg.id };
   if (msg.method === 'notifications/cancelled') {
     return { kind: 'cancelled', msg, requestId: msg.params?.requestId as JsonRpcId | undefined };
@@ -91,6 +93,8 @@ export function clientFrame(raw: Buffer): ClientFrame {
 export type CodexFrame =
   /** Not JSON: forwarded to the client as it is. */
   | { kind: 'unparsable' }
+  /** JSON that is not an object (null, a number, a string, an array): no JSON-RPC message; dropped and logged. */
+  | { kind: 'not_object' }
   /** A response to a request (the client's, or a job's private call). */
   | { kind: 'response'; msg: Message; key: string }
   /** A native `codex/event`, with the request it belongs to when Codex names one. */
@@ -109,10 +113,12 @@ export type CodexFrame =
 export function codexFrame(raw: Buffer): CodexFrame {
   const msg = parse(raw);
   if (msg === undefined) return { kind: 'unparsable' };
+  if (msg === NOT_OBJECT) return { kind: 'not_object' };
   if (msg.method === undefined && msg.id !== undefined) return { kind: 'response', msg, key: keyOf(msg.id) };
   if (msg.method === 'codex/event') {
     const meta = msg.params?._meta as { requestId?: JsonRpcId; threadId?: string } | undefined;
-    const event = (msg.params?.msg ?? {}) as Record<string, unknown>;
+    const payload = msg.params?.msg;
+    const event = isObject(payload) ? payload : {};
     return { kind: 'event', msg, requestId: meta?.requestId, threadId: meta?.threadId, event };
   }
   if (msg.method !== undefined && msg.id !== undefined) {
@@ -122,11 +128,16 @@ export function codexFrame(raw: Buffer): CodexFrame {
   return { kind: 'other', msg };
 }
 
-/** The line's JSON, or undefined when it is not JSON. (A JSON `null` is returned as it is, and throws where read.) */
-function parse(raw: Buffer): Message | undefined {
+/** What parse answers for valid JSON that is not an object, which no field of a Message can be read from. */
+const NOT_OBJECT = Symbol('not an object');
+
+/** The line's JSON object, NOT_OBJECT when it is other JSON, or undefined when it is not JSON. */
+function parse(raw: Buffer): Message | typeof NOT_OBJECT | undefined {
+  let value: unknown;
   try {
-    return JSON.parse(raw.toString('utf8')) as Message;
+    value = JSON.parse(raw.toString('utf8'));
   } catch {
     return undefined;
   }
+  return isObject(value) ? (value as Message) : NOT_OBJECT;
 }
