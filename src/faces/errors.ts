@@ -64,6 +64,23 @@ export function httpStatus(code: ErrorCode): number {
   return HTTP_STATUS[code];
 }
 
+/** An HTTP error answer: its status and its JSON body. */
+export interface HttpErrorAnswer {
+  status: number;
+  body: { error: string; code: ErrorCode };
+}
+
+/**
+ * `err` as an HTTP answer: a reportable failure with its code's status and its redacted message; anything else 500
+ * `internal` with no detail, since the request may not be authenticated yet (the face logs the redacted error).
+ */
+export function httpError(err: unknown): HttpErrorAnswer {
+  const reported = reportable(err);
+  if (reported)
+    return { status: httpStatus(reported.code), body: { error: redactError(reported), code: reported.code } };
+  return { status: httpStatus('internal'), body: { error: 'internal error', code: 'internal' } };
+}
+
 /** The JSON-RPC error code of a failure answered outside a tool result (-32602 for a bad argument, else -32000). */
 export function jsonRpcCode(code: ErrorCode): number {
   return code === 'invalid_params' ? ProtocolErrorCode.InvalidParams : -32000;

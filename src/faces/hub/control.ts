@@ -13,8 +13,7 @@ import {
   OPERATOR,
 } from '../../core/engine.ts';
 import type { Logger } from '../../lib/log.ts';
-import { redactError } from '../../lib/redact.ts';
-import { httpStatus, reportable } from '../errors.ts';
+import { httpError, reportable } from '../errors.ts';
 import { bearerFailure, unauthorized } from './http-auth.ts';
 import { sendJson } from './mcp-endpoint.ts';
 
@@ -87,9 +86,9 @@ export class ControlApi {
       );
       sendJson(res, 200, totals);
     } catch (err) {
-      const reported = reportable(err);
-      if (!reported) throw err;
-      sendJson(res, httpStatus(reported.code), { error: redactError(reported) });
+      if (!reportable(err)) throw err;
+      const { status, body } = httpError(err);
+      sendJson(res, status, body);
     }
   }
 
@@ -142,9 +141,9 @@ export class ControlApi {
       }
       return sendJson(res, 405, { error: `method ${req.method} not allowed here` });
     } catch (err) {
-      const reported = reportable(err);
-      if (reported) return sendJson(res, httpStatus(reported.code), { error: redactError(reported) });
-      throw err;
+      if (!reportable(err)) throw err;
+      const { status, body } = httpError(err);
+      return sendJson(res, status, body);
     }
   }
 }

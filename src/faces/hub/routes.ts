@@ -4,6 +4,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../../lib/log.ts';
 import { readBodyText } from '../../lib/net.ts';
+import { redactError } from '../../lib/redact.ts';
+import { httpError } from '../errors.ts';
 import type { ControlApi } from './control.ts';
 import { bearerFailure, type LoopbackChecks, loopbackChecks, unauthorized } from './http-auth.ts';
 import { jsonRpcError, type McpEndpoint, sendJson } from './mcp-endpoint.ts';
@@ -33,7 +35,26 @@ export class HubRouter {
     this.#opts = opts;
   }
 
-  async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /**
+   * Answers one request. A failure no handler answered is logged redacted and answered through the one error model
+   * (faces/errors.ts): a reportable one with its status, anything else 500 `internal`; once the headers are out, the
+   * response is ended as it stands.
+   */
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      await this.#route(req, res);
+    } catch (err) {
+      this.#opts.logger.error('request failed', { error: redactError(err) });
+      if (res.headersSent) {
+        res.end();
+        return;
+      }
+      const { status, body } = httpError(err);
+      sendJson(res, status, body);
+    }
+  }
+
+  async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const checks = this.#loopback();
     if (!checks.hostAllowed(req.headers.host)) return sendJson(res, 403, { error: 'host not allowed' });

@@ -16,7 +16,7 @@ import { probeGroupRecorder } from '../../core/recovery.ts';
 import { isDiskFull, Store, StoreFullError } from '../../core/store.ts';
 import { createLogger, type Logger, type LogLevel } from '../../lib/log.ts';
 import { ensurePrivateDir } from '../../lib/private-fs.ts';
-import { redactDeep, redactError } from '../../lib/redact.ts';
+import { redactDeep } from '../../lib/redact.ts';
 import { BATON_VERSION } from '../../version.ts';
 import { serveTasks, type TaskBackend } from '../mcp-tasks.ts';
 import { serveTools, type ToolDef } from '../mcp-tools.ts';
@@ -25,7 +25,7 @@ import { approvalPolicyOf, budgetOf, type HubConfig, reachableAgents } from './c
 import { ConfigWatch } from './config-watch.ts';
 import { ControlApi } from './control.ts';
 import { digest, tokenMatches } from './http-auth.ts';
-import { McpEndpoint, type McpEra, sendJson } from './mcp-endpoint.ts';
+import { McpEndpoint, type McpEra } from './mcp-endpoint.ts';
 import { HubRouter, MAX_BODY_BYTES } from './routes.ts';
 import { type HubTargets, hubTargets } from './targets.ts';
 import { hubTaskBackend } from './tasks.ts';
@@ -152,11 +152,7 @@ export class Hub {
     const { createServer } = process.getBuiltinModule('node:http');
     this.http = createServer((req, res) => {
       if (req.url?.startsWith('/mcp/')) this.countMcp(res);
-      router.route(req, res).catch((err) => {
-        this.logger.error('request failed', { error: redactError(err) });
-        if (!res.headersSent) sendJson(res, 500, { error: 'internal error' });
-        else res.end();
-      });
+      void router.handle(req, res);
     });
     this.closed = new Promise((r) => {
       this.resolveClosed = r;
