@@ -20,6 +20,13 @@ export const PREREQS = [
     required: false,
     why: 'Codex sandboxes commands through it when installed (its bundled copy otherwise)',
   },
+  { command: 'ssh', apt: 'openssh-client', required: true, why: 'the ssh target runs agents through it' },
+  {
+    command: '/usr/sbin/sshd',
+    apt: 'openssh-server',
+    required: true,
+    why: 'the ssh target tests start their own server on a loopback port',
+  },
 ];
 
 function found(command, pathEnv = process.env.PATH ?? '') {

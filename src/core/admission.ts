@@ -6,6 +6,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { realpathSync, statSync } from 'node:fs';
 import { isWithin, realish } from '../lib/paths.ts';
 import { EngineError, type EngineOptions, InvalidArgumentError, now } from './engine-types.ts';
+import { isRemote, type RemoteTarget, remoteCwd, remoteStartRefusal } from './remote.ts';
 import type { Store } from './store.ts';
 import type { NewTaskEvent, TaskRow } from './task.ts';
 import { addUsage, dailyRefusal, type Usage, utcDay } from './usage.ts';
@@ -55,8 +56,29 @@ export class Admission {
     if (refusal) throw new EngineError('forbidden', refusal);
   }
 
+  /** The real path of a new task's cwd on another machine, inside that target's roots there (rule: roots-only). */
+  async remoteCwd(target: RemoteTarget, cwd: string): Promise<string> {
+    return (await remoteCwd(target, cwd)).real;
+  }
+
+  /**
+   * A new round of a task on another machine (rule: roots-only): refused when a root of its target was removed since
+   * the task began, or its dir now leads elsewhere there.
+   */
+  async assertRemoteDirsStill(task: TaskRow): Promise<void> {
+    const target = this.opts.targetOf?.(task.agent);
+    if (!isRemote(target)) return;
+    const changed = await remoteStartRefusal(
+      target,
+      task.isolation === 'worktree' ? { ...task, workdir: task.cwd } : task,
+    );
+    if (changed) throw new EngineError('forbidden', changed);
+  }
+
   /** Why a round of `task` must not start in its dir now, or undefined (rule: roots-only). */
-  startRefusal(task: TaskRow): string | undefined {
+  async startRefusal(task: TaskRow): Promise<string | undefined> {
+    const target = this.opts.targetOf?.(task.agent);
+    if (isRemote(target)) return remoteStartRefusal(target, task);
     try {
       this.authorisedCwd(task.cwd);
     } catch (err) {

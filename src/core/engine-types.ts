@@ -88,6 +88,8 @@ export interface EngineOptions {
   newsLingerMs?: number;
   /** The execution target each agent runs on (docs/targets.md); none: every agent runs unfenced on this machine. */
   targetOf?: (agent: string) => ExecutionTarget | undefined;
+  /** Every target by name: the next start reaps a remote group through the target its record names. */
+  targetNamed?: (name: string) => ExecutionTarget | undefined;
   /** Rounds running at once hub-wide (rule: run-caps); defaultMaxRunning() unless set. */
   maxRunning?: number;
   /** Rounds running at once per agent, for the agents that set a cap. */

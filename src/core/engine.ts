@@ -24,6 +24,7 @@ import {
 import { WorkspaceLocks } from './locks.ts';
 import { TaskReads } from './reads.ts';
 import { recoverAfterCrash } from './recovery.ts';
+import { isRemote } from './remote.ts';
 import { Scheduler } from './scheduler.ts';
 import type { Store } from './store.ts';
 import { assertTransition, isTerminal, type TaskRow } from './task.ts';
@@ -100,7 +101,11 @@ export class Engine {
   async run(caller: string, input: RunInput): Promise<AdmittedView> {
     const agent = this.admission.pickAgent(caller, input.agent);
     this.admission.targetReady(agent);
-    const cwd = this.admission.authorisedCwd(input.cwd);
+    // A local cwd is checked in this tick (no await: the task is recorded in the same one); a remote one on its host.
+    const target = this.opts.targetOf?.(agent);
+    const cwd = isRemote(target)
+      ? await this.admission.remoteCwd(target, input.cwd)
+      : this.admission.authorisedCwd(input.cwd);
     const isolation = input.isolation ?? 'none';
     const hardMs = this.admission.callerHardMs(input.timeoutSeconds);
     const hash = payloadHash({
@@ -148,6 +153,10 @@ export class Engine {
       by?: 'operator';
     },
   ): Promise<AdmittedView> {
+    // A task on another machine has its dirs checked there first (a round trip): the checks below see the task after.
+    const first = this.access.owned(caller, input.taskId);
+    if (isRemote(this.opts.targetOf?.(first.agent)) && isTerminal(first.state))
+      await this.admission.assertRemoteDirsStill(first);
     const task = this.access.owned(caller, input.taskId);
     const hardMs = this.admission.callerHardMs(input.timeoutSeconds);
     const hash = payloadHash({
@@ -173,9 +182,11 @@ export class Engine {
     this.admission.assertReachable(caller, task.agent);
     // A root removed since the task began no longer authorises new rounds in it, and a dir that now leads elsewhere
     // is not the task's (rule: roots-only).
-    this.admission.authorisedCwd(task.cwd);
-    const changed = changedDir(task.isolation === 'worktree' ? { ...task, workdir: task.cwd } : task);
-    if (changed) throw new EngineError('forbidden', changed);
+    if (!isRemote(this.opts.targetOf?.(task.agent))) {
+      this.admission.authorisedCwd(task.cwd);
+      const changed = changedDir(task.isolation === 'worktree' ? { ...task, workdir: task.cwd } : task);
+      if (changed) throw new EngineError('forbidden', changed);
+    }
     let n = 0;
     const synced = this.store.commitThenSync(() => {
       assertTransition(task.state, 'queued');

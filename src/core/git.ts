@@ -96,6 +96,11 @@ export async function snapshot(dir: string, runners?: SnapshotRunners): Promise<
   } catch {
     return { git: false, reason: 'not a git work tree' };
   }
+  return snapshotOf(out);
+}
+
+/** A snapshot from the output of its two gits (status and the diffstat against HEAD), here or on another host. */
+export function snapshotOf(out: RawSnapshot): GitSnapshot {
   if (!out.ok) return { git: false, reason: 'not a git work tree' };
   const { head, branch, dirty } = parseStatusV2(out.status);
   let files = 0;

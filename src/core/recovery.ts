@@ -4,6 +4,7 @@
 // interrupted too (they never started), so a restart never starts work nobody is waiting for any more.
 import { readFileSync } from 'node:fs';
 import type { ProbeOptions } from '../agents/probe.ts';
+import type { ExecutionTarget } from '../agents/targets/target.ts';
 import type { Logger } from '../lib/log.ts';
 import { isGroupAlive, stopGroup } from '../lib/process-group.ts';
 import { redactError } from '../lib/redact.ts';
@@ -15,10 +16,23 @@ const PROBE_WORKER = 'probe';
 
 export async function recoverAfterCrash(
   store: Store,
-  opts: { cancelGraceMs: number; logger: Logger },
+  opts: { cancelGraceMs: number; logger: Logger; targetNamed?: (name: string) => ExecutionTarget | undefined },
 ): Promise<{ stoppedGroups: number; interrupted: number }> {
   let stoppedGroups = 0;
   for (const w of store.workers()) {
+    // A group on another machine is stopped there, through the target its record names (rule: ssh-target).
+    const remote = store.remoteWorker(w.pgid);
+    if (remote) {
+      const host = opts.targetNamed?.(remote.target)?.remote;
+      const group = { pgid: remote.remotePgid, start: remote.remoteStart };
+      if (host && (await host.stopRemoteGroup(group, opts.cancelGraceMs))) stoppedGroups++;
+      else
+        opts.logger.warn('could not reach a worker process group a previous daemon left on another machine', {
+          target: remote.target,
+          pgid: remote.remotePgid,
+          taskId: w.taskId,
+        });
+    }
     // A live leader with another start time means the pid was reused by an unrelated process.
     const current = leaderStartTime(w.pgid);
     const reused = w.leaderStart !== null && current !== null && current !== w.leaderStart;
@@ -48,6 +62,44 @@ export async function recoverAfterCrash(
     });
   }
   return { stoppedGroups, interrupted: unfinished.length };
+}
+
+/**
+ * Records a round's process group (rule: crash-durability); one started on another machine is recorded there too,
+ * once its ssh client has read the remote group's id, so the next start reaps it there.
+ */
+export function recordWorker(
+  store: Store,
+  logger: Logger,
+  w: { pgid: number; taskId: string; target: ExecutionTarget | undefined },
+  at: string,
+): void {
+  store.addWorker({ pgid: w.pgid, taskId: w.taskId, leaderStart: leaderStartTime(w.pgid) }, at);
+  const target = w.target;
+  void target?.remote?.remoteGroup(w.pgid)?.then((g) => {
+    // The round may have ended meanwhile: only a worker still recorded gets its remote group.
+    if (!g || !store.workersOfTask(w.taskId).includes(w.pgid)) return;
+    try {
+      store.addRemoteWorker({ pgid: w.pgid, target: target.name, remotePgid: g.pgid, remoteStart: g.start });
+    } catch (err) {
+      logger.warn('could not record a remote process group', { target: target.name, error: redactError(err) });
+    }
+  });
+}
+
+/**
+ * Why a round ended without its agent, when the SSH connection of one of its groups dropped: the target, its host and
+ * ssh's error (rule: ssh-target). Undefined for a local target or a connection baton closed itself.
+ */
+export function connectionLost(target: ExecutionTarget | undefined, groups: readonly number[]): string | undefined {
+  const host = target?.remote;
+  if (!host) return undefined;
+  for (const pgid of groups) {
+    const why = host.connectionLost(pgid);
+    if (why)
+      return `the SSH connection to target "${target.name}" (${target.status().host ?? ''}) was lost during this round: ${why}; continue the task to resume its session`;
+  }
+  return undefined;
 }
 
 /** The leader's start time from /proc (Linux), to tell a recorded group from a reused pid after a crash. */

@@ -14,7 +14,8 @@ import { type Approvals, DEFAULT_APPROVAL_TIMEOUT_MS } from './approvals.ts';
 import { type CancelOrigin, type EngineOptions, now } from './engine-types.ts';
 import { findWorkTree, type GitSnapshot, snapshot } from './git.ts';
 import type { LockScope, WorkspaceLocks } from './locks.ts';
-import { leaderStartTime } from './recovery.ts';
+import { connectionLost, recordWorker } from './recovery.ts';
+import { isRemote, remoteLockScope, remoteSnapshot, remoteWorktree } from './remote.ts';
 import { type EndEvent, runRound } from './round.ts';
 import { SnapshotRunners } from './snapshot-runners.ts';
 import { isDiskFull, type Store } from './store.ts';
@@ -179,7 +180,13 @@ export class Scheduler {
     // need no lock, only a run slot. The repository scope is resolved now (a few stats, no git process); a failure to
     // resolve it fails this round only, and the queue positions are taken one after another through the admission
     // chain.
-    const scope = task.isolation === 'worktree' ? null : lockScope(task.workdir);
+    const target = this.opts.targetOf?.(task.agent);
+    const scope =
+      task.isolation === 'worktree'
+        ? null
+        : isRemote(target)
+          ? remoteLockScope(target, task.workdir)
+          : lockScope(task.workdir);
     // Wrapped so the chain moves on once the position is taken, not once the lock is granted.
     const queued = this.admissions
       .then(() => scope)
@@ -204,17 +211,19 @@ export class Scheduler {
     // The dir admitted is checked again, on real paths, before anything runs in it (rule: roots-only): while the
     // round waited, a root may have been withdrawn or a part of the path swapped for a link.
     // A worktree made at the old place is checked once it has moved.
-    let refused = this.admission.startRefusal(task.isolation === 'worktree' ? { ...task, workdir: task.cwd } : task);
+    let refused = await this.admission.startRefusal(
+      task.isolation === 'worktree' ? { ...task, workdir: task.cwd } : task,
+    );
     if (!refused && task.isolation === 'worktree') {
       task = await this.placeWorktree(task);
-      refused = this.admission.startRefusal(task);
+      refused = await this.admission.startRefusal(task);
     }
     await locked;
     if (signal.aborted) {
       if (!entry.cancelRequested) this.log.finishRound(taskId, n, this.abortOutcome(entry, undefined, undefined));
       return;
     }
-    refused ??= this.admission.startRefusal(task);
+    refused ??= await this.admission.startRefusal(task);
     if (refused) {
       this.finish(taskId, n, { state: 'failed', error: refused });
       return;
@@ -230,7 +239,9 @@ export class Scheduler {
     // The before-snapshot runs while the agent starts up; the turn is sent only once it is taken (see start below).
     const inherited = this.handoff.get(task.workdir);
     this.handoff.delete(task.workdir);
-    const before = (inherited ? Promise.resolve(inherited) : snapshot(task.workdir, this.snapshots)).then((b) =>
+    const target = this.opts.targetOf?.(task.agent);
+    const roundGroups: number[] = [];
+    const before = (inherited ? Promise.resolve(inherited) : this.snapshotAt(task)).then((b) =>
       this.log.recordBefore(taskId, n, b),
     );
     before.catch(() => {}); // awaited below on every path; this only keeps a failure from counting as unhandled meanwhile
@@ -257,7 +268,10 @@ export class Scheduler {
           effort: task.effort ?? undefined,
           signal: roundSignal,
           onActivity: touch,
-          onProcessGroup: (pgid) => this.store.addWorker({ pgid, taskId, leaderStart: leaderStartTime(pgid) }, now()),
+          onProcessGroup: (pgid) => {
+            roundGroups.push(pgid);
+            recordWorker(this.store, this.opts.logger, { pgid, taskId, target }, now());
+          },
           ...(this.opts.approvalPolicy?.(task.caller, task.agent) === 'ask'
             ? {
                 ask: (request) =>
@@ -295,7 +309,7 @@ export class Scheduler {
       },
     });
     await before;
-    const after = await snapshot(task.workdir, this.snapshots);
+    const after = await this.snapshotAt(task);
     if (after.git) {
       // The lock is released once this round is recorded, a few microtasks from now; see handoff.
       this.handoff.set(task.workdir, after);
@@ -304,10 +318,13 @@ export class Scheduler {
       });
     }
     const text = redact(r.text);
+    const lost = connectionLost(target, roundGroups);
     if (entry.overBudget) {
       this.finish(taskId, n, { state: 'failed', error: `budget exceeded: ${entry.overBudget}`, after }, text);
     } else if (entry.cancelRequested || this.shuttingDown) {
       this.finish(taskId, n, this.abortOutcome(entry, r.end, after), text);
+    } else if (lost) {
+      this.finish(taskId, n, { state: 'interrupted', error: lost, after }, text);
     } else if (r.stop === 'too_large') {
       this.finish(taskId, n, { state: 'failed', error: r.error, after });
     } else {
@@ -389,9 +406,18 @@ export class Scheduler {
    * A worktree-isolated task's worktree (rule: worktrees-outside): added at its first round, outside the state dir,
    * the roots and baton's dirs; one added at the old place inside the state dir is moved out first.
    */
+  /** A git snapshot of the task's workdir, on the host of its target. */
+  private snapshotAt(task: TaskRow): Promise<GitSnapshot> {
+    const target = this.opts.targetOf?.(task.agent);
+    return isRemote(target) ? remoteSnapshot(target, task.workdir) : snapshot(task.workdir, this.snapshots);
+  }
+
   private async placeWorktree(task: TaskRow): Promise<TaskRow> {
     let workdir: string | undefined;
-    if (task.workdir === task.cwd) {
+    const target = this.opts.targetOf?.(task.agent);
+    if (isRemote(target)) {
+      if (task.workdir === task.cwd) workdir = await remoteWorktree(target, task.cwd, task.id);
+    } else if (task.workdir === task.cwd) {
       const forbidden = [...this.admission.configuredRoots().map(realish), ...this.admission.privateDirs];
       workdir = await createWorktree(task.cwd, task.id, this.worktreesDir, forbidden);
     } else {

@@ -352,3 +352,44 @@ function removeDir(dir: string): void {
     rmSync(dir, { recursive: true, force: true });
   } catch {}
 }
+
+/**
+ * The environment of the scripts baton runs on an ssh target's host (rule: repo-code-off): the remote login's own
+ * variables git needs, nothing else, and the same git settings as here. `"$@"` carries the script's arguments.
+ */
+const REMOTE_ENV_NAMES = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LANGUAGE', 'TZ', 'TMPDIR', 'XDG_CONFIG_HOME'];
+/** `${NAME+"NAME=$NAME"}`: the variable passed on only when the login has it. */
+const passIfSet = (n: string) => `\${${n}+"${n}=$${n}"}`;
+const remoteScript = (inner: string, args = '"$@"') =>
+  `${['exec env -i', ...REMOTE_ENV_NAMES.map(passIfSet)].join(' ')} ` +
+  `GIT_OPTIONAL_LOCKS=0 GIT_TERMINAL_PROMPT=0 GIT_NO_LAZY_FETCH=1 GIT_PAGER=cat /bin/sh -c ${shellQuote(inner)} sh ${args}`;
+
+/**
+ * A snapshot of "$1" on a remote host, in one shell: the diffstat against HEAD, a NUL, then status (its exit is the
+ * script's). The diffstat quotes unusual paths, so it holds no NUL; status follows whole.
+ */
+export const REMOTE_SNAPSHOT_SCRIPT = remoteScript(
+  `d=$1; ${FILTERS_OFF}${NUMSTAT} 2>/dev/null; printf '\\000'; ${STATUS}`,
+);
+
+/**
+ * Adds task "$2"'s worktree of the repository holding "$1" on a remote host, in "$3" (default
+ * `${XDG_STATE_HOME:-~/.local/state}/baton-worktrees`, made 0700) as `<id>`, refused when that dir lies in one of the
+ * roots "$4"…. Prints `ok`, the repository's top dir and the worktree's path; or `nogit`, `inroot <root>` or
+ * `failed <git's error>`. A failed add leaves no dir, worktree record or branch behind.
+ */
+export const REMOTE_WORKTREE_SCRIPT =
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansions, not a template
+  'c=$1; id=$2; base=${3:-${XDG_STATE_HOME:-$HOME/.local/state}/baton-worktrees}; shift 3; ' +
+  remoteScript(
+    `c=$1; id=$2; base=$3; shift 3; ` +
+      `top=$(${SAFE_GIT} -C "$c" rev-parse --show-toplevel 2>/dev/null) || { echo nogit; exit 0; }; ` +
+      `mkdir -p -- "$base" && chmod 700 -- "$base" && base=$(cd -P -- "$base" && pwd -P) || { echo "failed cannot make $base"; exit 0; }; ` +
+      `for r; do rr=$(cd -P -- "$r" 2>/dev/null && pwd -P) || continue; case "$base/" in "$rr"/*) echo "inroot $rr"; exit 0;; esac; done; ` +
+      `d=$c; ${FILTERS_OFF}` +
+      `if e=$(${SAFE_GIT} "$@" -C "$c" worktree add -q -b "baton/$id" "$base/$id" HEAD 2>&1); then printf 'ok\\n%s\\n%s\\n' "$top" "$base/$id"; else ` +
+      `${SAFE_GIT} -C "$c" worktree remove --force "$base/$id" >/dev/null 2>&1; rm -rf -- "$base/$id"; ` +
+      `${SAFE_GIT} -C "$c" worktree prune >/dev/null 2>&1; ${SAFE_GIT} -C "$c" branch -D "baton/$id" >/dev/null 2>&1; ` +
+      `printf 'failed %s\\n' "$e"; fi`,
+    '"$c" "$id" "$base" "$@"',
+  );

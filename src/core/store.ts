@@ -185,6 +185,14 @@ export class Store extends StoreDb {
     return workers.workersOfTask(this, taskId);
   }
 
+  addRemoteWorker(w: workers.RemoteWorkerRecord): void {
+    workers.addRemoteWorker(this, w);
+  }
+
+  remoteWorker(pgid: number): workers.RemoteWorkerRecord | undefined {
+    return workers.remoteWorker(this, pgid);
+  }
+
   workers(): workers.WorkerRecord[] {
     return workers.workers(this);
   }

@@ -339,7 +339,7 @@ test('event pages: message text is kept apart from the event JSON and a page wit
   };
   expectPages(store);
   // A store written before migration 4 held every text inside the event JSON: put the rows back that way.
-  // Without the row checksums and the usage tables that came after, too.
+  // Without the row checksums and the usage and remote worker tables that came after, too.
   for (const { name } of store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").all() as {
     name: string;
   }[]) {
@@ -354,7 +354,7 @@ test('event pages: message text is kept apart from the event JSON and a page wit
   }
   store.db.exec(`UPDATE events SET data = json_set(data, '$.text', text) WHERE text IS NOT NULL;
     ALTER TABLE events DROP COLUMN text; ALTER TABLE events DROP COLUMN chars;
-    DROP TABLE round_usage; DROP TABLE usage_days; PRAGMA user_version = 3;`);
+    DROP TABLE round_usage; DROP TABLE usage_days; DROP TABLE remote_workers; PRAGMA user_version = 3;`);
   store.close();
   store = open();
   t.after(() => store.close());

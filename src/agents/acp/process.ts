@@ -104,10 +104,12 @@ export class AcpProcess {
   }): Promise<AcpProcess> {
     const env = agentEnvironment(opts.config.env);
     const [command, ...args] = opts.config.command as [string, ...string[]];
-    const binary = resolveBinary(command, env);
+    // On another machine the command is found there, in the work dir there (the remote login's PATH).
+    const remote = opts.target?.remote !== undefined;
+    const binary = remote ? command : resolveBinary(command, env);
     if (!binary) throw new AgentStartError(`agent "${opts.agentName}": ${binaryNotFound(command)}`);
     if (opts.signal?.aborted) throw new AgentStartError(`agent "${opts.agentName}": start was cancelled`);
-    if (!isDirectory(opts.cwd))
+    if (!remote && !isDirectory(opts.cwd))
       throw new AgentStartError(`agent "${opts.agentName}": working directory "${opts.cwd}" does not exist`);
     let group: ChildGroup;
     try {

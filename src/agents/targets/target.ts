@@ -3,7 +3,6 @@
 // fenced a task runs. `local` is today's process model plus the secrets fence where bubblewrap runs; `sandbox` adds a
 // read-only host (docs/targets.md says what each fences and what it does not). (rules: execution-targets,
 // secrets-fence)
-import type { StdioOptions } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { isWithin } from '../../lib/paths.ts';
 import {
@@ -16,45 +15,20 @@ import {
   stopGroup,
 } from '../../lib/process-group.ts';
 import { LOCAL_TARGET_NAME, type TargetConfig, type TargetKind } from './config.ts';
+import { TargetError } from './errors.ts';
 import { bwrapArgs, type FenceAvailability, fenceAvailability } from './fence.ts';
+import { SshTarget } from './ssh.ts';
+import type { ExecutionTarget, TargetSpawnOptions, TargetStatus } from './types.ts';
 
-export interface TargetSpawnOptions {
-  cwd?: string;
-  env: NodeJS.ProcessEnv;
-  stdio: StdioOptions;
-  /**
-   * Paths the process must be able to write even where the target hides or protects them: the agent's private home
-   * (it lies in baton's state dir) and, for a task, its work dir.
-   */
-  keep?: readonly string[];
-}
-
-export interface TargetStatus {
-  name: string;
-  kind: TargetKind;
-  /** `secrets`: baton's dirs fenced off; `sandbox`: that and a read-only host; `off`: nothing fenced. */
-  fence: 'secrets' | 'sandbox' | 'off';
-  /** One line, with the fix, when the target cannot fence as configured. */
-  warning?: string;
-  /** Set when the target cannot run anything at all (a sandbox without bubblewrap). */
-  error?: string;
-}
-
-export interface ExecutionTarget {
-  readonly name: string;
-  readonly kind: TargetKind;
-  /** Starts a process group on the target; it throws (before starting anything) when the target cannot run it. */
-  spawn(command: string, args: readonly string[], opts: TargetSpawnOptions): ChildGroup;
-  /** Stops a group this target started, here or left by a previous hub (TERM, grace, KILL). True once it is gone. */
-  stopGroup(pgid: number, graceMs?: number): Promise<boolean>;
-  status(): TargetStatus;
-}
+export type { ExecutionTarget, RemoteHost, TargetStatus } from './types.ts';
 
 export interface TargetContext {
   /** baton's own dirs (config, connections, state): empty in a fenced agent's view. */
   privateDirs: readonly string[];
   /** The authorised roots as they are now: a sandbox hides every one its task does not work in. */
   roots: () => readonly string[];
+  /** baton's state dir (an ssh target's control socket dir is made in it). */
+  stateDir?: string;
 }
 
 /** Processes started as they always were: no fence (a user's explicit `fence: false`, and the library default). */
@@ -66,14 +40,10 @@ export const UNFENCED: ExecutionTarget = {
   status: () => ({ name: LOCAL_TARGET_NAME, kind: 'local', fence: 'off' }),
 };
 
-export class TargetError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'TargetError';
-  }
-}
+export { TargetError };
 
 export function createTarget(name: string, config: TargetConfig, ctx: TargetContext): ExecutionTarget {
+  if (config.kind === 'ssh') return new SshTarget(name, config, { stateDir: ctx.stateDir });
   if (config.kind === 'local' && config.fence === false) {
     return { ...UNFENCED, name, status: () => ({ name, kind: 'local', fence: 'off' }) };
   }
@@ -83,10 +53,10 @@ export function createTarget(name: string, config: TargetConfig, ctx: TargetCont
 class FencedTarget implements ExecutionTarget {
   readonly name: string;
   readonly kind: TargetKind;
-  private readonly config: TargetConfig;
+  private readonly config: Exclude<TargetConfig, { kind: 'ssh' }>;
   private readonly ctx: TargetContext;
 
-  constructor(name: string, config: TargetConfig, ctx: TargetContext) {
+  constructor(name: string, config: Exclude<TargetConfig, { kind: 'ssh' }>, ctx: TargetContext) {
     this.name = name;
     this.kind = config.kind;
     this.config = config;

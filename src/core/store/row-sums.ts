@@ -56,6 +56,7 @@ export const ROW_SUM_COLUMNS: Record<string, string[]> = {
   commentary: ['task_id', 'seq', 'text', 'bytes', 'chars'],
   idempotency: ['caller', 'key', 'payload_hash', 'task_id', 'round'],
   workers: ['pgid', 'task_id', 'leader_start', 'started_at'],
+  remote_workers: ['pgid', 'target', 'remote_pgid', 'remote_start'],
   mcp_sessions: ['id_hash', 'caller', 'created_at', 'last_seen'],
   round_usage: ['task_id', 'n', 'agent', 'input_tokens', 'output_tokens', 'cost_usd', 'reports'],
   usage_days: ['caller', 'agent', 'day', 'input_tokens', 'output_tokens', 'cost_usd', 'reports'],

@@ -74,4 +74,9 @@ export const MIGRATIONS: string[] = [
      caller TEXT NOT NULL, agent TEXT NOT NULL, day TEXT NOT NULL, input_tokens INTEGER, output_tokens INTEGER,
      cost_usd REAL, reports INTEGER NOT NULL, PRIMARY KEY (caller, day, agent));
    ${rowSumMigration(['round_usage', 'usage_days'])}`,
+  // A worker's process group on another machine (an ssh target): the local group of its ssh client, the target's
+  // name and the group's id and leader start time there, so the next start reaps it there too.
+  `CREATE TABLE remote_workers (
+     pgid INTEGER PRIMARY KEY, target TEXT NOT NULL, remote_pgid INTEGER NOT NULL, remote_start TEXT);
+   ${rowSumMigration(['remote_workers'])}`,
 ];

@@ -20,11 +20,43 @@ export function addWorker(db: StoreDb, w: WorkerRecord, now: string): void {
 }
 
 export function removeWorker(db: StoreDb, pgid: number): void {
+  db.stmt('DELETE FROM remote_workers WHERE pgid = ?').run(pgid);
   db.stmt('DELETE FROM workers WHERE pgid = ?').run(pgid);
 }
 
 export function removeWorkersOfTask(db: StoreDb, taskId: string): void {
+  db.stmt('DELETE FROM remote_workers WHERE pgid IN (SELECT pgid FROM workers WHERE task_id = ?)').run(taskId);
   db.stmt('DELETE FROM workers WHERE task_id = ?').run(taskId);
+}
+
+/** The group on another machine a worker (the local group of its ssh client) started there. */
+export interface RemoteWorkerRecord {
+  pgid: number;
+  target: string;
+  remotePgid: number;
+  remoteStart: string | null;
+}
+
+export function addRemoteWorker(db: StoreDb, w: RemoteWorkerRecord): void {
+  db.tx(() =>
+    db
+      .stmt('INSERT OR REPLACE INTO remote_workers (pgid, target, remote_pgid, remote_start) VALUES (?, ?, ?, ?)')
+      .run(w.pgid, w.target, w.remotePgid, w.remoteStart),
+  );
+}
+
+export function remoteWorker(db: StoreDb, pgid: number): RemoteWorkerRecord | undefined {
+  const r = db.stmt(`SELECT *, ${intact('remote_workers')} AS intact FROM remote_workers WHERE pgid = ?`).get(pgid) as
+    | Row
+    | undefined;
+  if (!r) return undefined;
+  checked(r, 'remote_workers', () => `pgid ${r.pgid}`);
+  return {
+    pgid: Number(r.pgid),
+    target: String(r.target),
+    remotePgid: Number(r.remote_pgid),
+    remoteStart: r.remote_start === null ? null : String(r.remote_start),
+  };
 }
 
 export function workersOfTask(db: StoreDb, taskId: string): number[] {

@@ -63,6 +63,7 @@ export interface TargetLine {
   name: string;
   kind: string;
   fence: string;
+  host?: string;
   warning?: string;
   error?: string;
 }
@@ -70,6 +71,7 @@ export interface TargetLine {
 const FENCES: Record<string, string> = {
   secrets: "baton's files fenced off",
   sandbox: "sandboxed (host read-only, baton's files fenced off)",
+  remote: 'another machine (nothing of this one in reach)',
   off: 'not fenced',
 };
 
@@ -81,7 +83,7 @@ export function targetLines(targets: readonly TargetLine[], rows: readonly Prefl
   return targets.flatMap((t) => {
     const agents = rows.filter((r) => (r.target ?? 'local') === t.name).map((r) => r.name);
     return [
-      `target ${t.name} (${t.kind}): ${FENCES[t.fence] ?? t.fence}; agents: ${agents.join(', ') || 'none'}`,
+      `target ${t.name} (${t.kind}${t.host ? ` ${t.host}` : ''}): ${FENCES[t.fence] ?? t.fence}; agents: ${agents.join(', ') || 'none'}`,
       ...(t.error ? [`FAIL: ${t.error}`] : []),
       ...(t.warning ? [`warning: ${t.warning}`] : []),
     ];

@@ -106,6 +106,7 @@ export class Hub {
       },
       privateDirs: opts.config.privateDirs,
       targetOf: (agent) => this.targets.ofAgent.get(agent),
+      targetNamed: (name) => this.targets.byName.get(name),
       stateDir,
       logger: this.logger,
       ...opts.config.limits,
@@ -290,6 +291,8 @@ export class Hub {
       this.configWatch.close();
       this.dashboard.close();
       await this.engine.close();
+      // The shared SSH connections go with the hub (their masters would otherwise linger for ControlPersist).
+      await Promise.allSettled([...this.targets.byName.values()].map((t) => t.remote?.close()));
       // The engine has just interrupted every round: the agent_wait calls parked on them woke with that, and their
       // answers go out before the sessions and connections close (bounded: a client may hold a request open).
       await this.drainMcp();

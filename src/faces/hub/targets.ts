@@ -15,7 +15,7 @@ export function hubTargets(cfg: HubConfig, roots: () => readonly string[]): HubT
   const byName = new Map(
     Object.entries(cfg.targetConfigs).map(([name, target]) => [
       name,
-      createTarget(name, target, { privateDirs: cfg.privateDirs, roots }),
+      createTarget(name, target, { privateDirs: cfg.privateDirs, roots, stateDir: cfg.stateDirPath }),
     ]),
   );
   const ofAgent = new Map(

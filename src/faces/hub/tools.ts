@@ -62,7 +62,7 @@ async function guarded(fn: () => unknown | Promise<unknown>, tool?: string) {
   }
 }
 
-/** Where an agent runs: its target's name and what that target fences (`secrets`, `sandbox` or `off`). */
+/** Where an agent runs: its target's name and what that target fences (`secrets`, `sandbox`, `remote` or `off`). */
 export type PlacementOf = (agent: string) => { target: string; fence: string } | undefined;
 
 /** agent_agents' view with each agent's target and fence beside what its probe said. */

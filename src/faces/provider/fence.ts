@@ -67,7 +67,7 @@ export function providerTarget(provider: string, env: NodeJS.ProcessEnv = proces
       if (!checked) {
         checked = true;
         const fenced = !(local.kind === 'local' && local.fence === false);
-        const a = fenced ? fenceAvailability(local.bwrap) : undefined;
+        const a = fenced ? fenceAvailability(local.kind === 'ssh' ? undefined : local.bwrap) : undefined;
         if (a && !a.ok)
           process.stderr.write(
             `[baton] warning: provider ${provider}: agents run without the secrets fence (${a.reason}) and can read baton's tokens; ${a.fix}\n`,

@@ -1,0 +1,260 @@
+// The `ssh` target, for real: an OpenSSH server the test starts on a loopback port (test/support/sshd.ts), the hub's
+// OpenSSH client with one multiplexed connection, and the scripted ACP agent started on the "remote" host through it.
+// The agent proves where it runs by the variables sshd gives a session (SSH_CONNECTION), which the hub has not.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { SshTarget } from '../../src/agents/targets/ssh.ts';
+import { git } from '../support/git.ts';
+import { call, connectCaller, followToEnd, startHub } from '../support/hub.ts';
+import { processesWithEnvironment, until } from '../support/poll.ts';
+import { acpScript, scriptedAgentSetup } from '../support/scripted-agent.ts';
+import { startSshd } from '../support/sshd.ts';
+import { tempDir } from '../support/tmp.ts';
+
+/** A test dir with a running sshd, a git work tree as the target's one root, and the scripted agent's entry. */
+async function sshSetup(t: Parameters<typeof tempDir>[0], targetExtra: Record<string, unknown> = {}) {
+  const dir = tempDir(t, 'baton-ssh-');
+  mkdirSync(join(dir, 'sshd'), { mode: 0o700 });
+  const sshd = await startSshd(t, join(dir, 'sshd'));
+  const scripted = scriptedAgentSetup(dir);
+  git(scripted.work, 'init', '-q', '-b', 'main');
+  writeFileSync(join(scripted.work, 'README'), 'hello\n');
+  git(scripted.work, 'add', 'README');
+  git(scripted.work, 'commit', '-q', '-m', 'first');
+  const worktrees = join(dir, 'remote-worktrees');
+  const setup = {
+    dir,
+    // The hub's own roots are this machine's; the target's roots are the remote host's.
+    roots: [] as string[],
+    agents: { remote: { ...scripted.entry, target: 'box' } },
+    targets: { box: { ...sshd.target([scripted.work]), worktreesDir: worktrees, ...targetExtra } },
+  };
+  return { dir, sshd, setup, worktrees, ...scripted };
+}
+
+const records = (file: string) =>
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+    : [];
+
+test('ssh: a round runs on the host, continues, reports snapshots of the remote tree, and a cancel stops the remote group', async (t) => {
+  const s = await sshSetup(t);
+  const hub = await startHub(t, s.setup);
+  assert.match(hub.output(), /target box \(ssh [^)]*127\.0\.0\.1:\d+\): another machine/);
+  const alice = await connectCaller(t, hub, 'alice');
+  const metachars = `it's "quoted" $(touch pwned) \`touch pwned2\` ; | & > $HOME \\ *`;
+  const run = await call<{ taskId: string; target: string }>(alice, 'agent_run', {
+    prompt: acpScript([
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell expansion the remote agent runs
+      { sh: 'echo "conn=${SSH_CONNECTION:+yes} pwd=$(pwd)"' },
+      { writeFile: { name: 'made.txt', content: 'made remotely\n' } },
+      { reply: metachars },
+    ]),
+    cwd: s.work,
+    idempotencyKey: 'ssh-1',
+  });
+  assert.equal(run.target, 'box');
+  const end = await followToEnd(alice, run.taskId);
+  assert.equal(end.state, 'succeeded', JSON.stringify(end.last));
+  const text = (await call<{ text: string }>(alice, 'agent_result', { taskId: run.taskId })).text;
+  assert.ok(text.includes(`conn=yes pwd=${s.work}`), text);
+  assert.ok(text.endsWith(metachars), text);
+  assert.equal(existsSync(join(s.work, 'pwned')), false);
+  assert.equal(existsSync(join(s.work, 'pwned2')), false);
+  // The snapshots were taken on the host, of the remote work tree.
+  const status = await call<{
+    rounds: Array<{ gitBefore: { git: boolean; branch: string }; gitAfter: { dirty: unknown } }>;
+  }>(alice, 'agent_status', { taskId: run.taskId });
+  assert.equal(status.rounds[0]!.gitBefore.git, true, JSON.stringify(status.rounds[0]));
+  assert.equal(status.rounds[0]!.gitBefore.branch, 'main');
+  assert.deepEqual(status.rounds[0]!.gitAfter.dirty, [{ path: 'made.txt', status: '??' }]);
+
+  await call(alice, 'agent_continue', {
+    taskId: run.taskId,
+    prompt: acpScript([{ history: true }]),
+    idempotencyKey: 'ssh-2',
+  });
+  assert.equal((await followToEnd(alice, run.taskId)).state, 'succeeded');
+  assert.equal((await call<{ text: string }>(alice, 'agent_result', { taskId: run.taskId })).text, 'history:1');
+
+  await call(alice, 'agent_continue', {
+    taskId: run.taskId,
+    prompt: acpScript([{ spawnChild: true }, { stall: true }]),
+    idempotencyKey: 'ssh-3',
+  });
+  await until(() => records(s.record).find((r) => r.event === 'grandchild'), { what: 'the remote grandchild' });
+  const remoteGroup = () => processesWithEnvironment({ ACP_TEST_AGENT_RECORD: s.record });
+  assert.ok(remoteGroup().length >= 2, 'the agent and its grandchild run');
+  await call(alice, 'agent_cancel', { taskId: run.taskId });
+  assert.equal((await followToEnd(alice, run.taskId)).state, 'cancelled');
+  assert.deepEqual(remoteGroup(), [], 'the remote group is gone, grandchild included');
+  // One connection served every round: the sshd listener has one session process.
+  assert.equal(s.sshd.sessions().length, 1, 'one multiplexed connection');
+});
+
+test('ssh: isolation worktree adds the worktree on the host, outside the target roots', async (t) => {
+  const s = await sshSetup(t);
+  const hub = await startHub(t, s.setup);
+  const alice = await connectCaller(t, hub, 'alice');
+  const run = await call<{ taskId: string }>(alice, 'agent_run', {
+    prompt: acpScript([
+      { sh: 'pwd; git branch --show-current' },
+      { writeFile: { name: 'in-worktree.txt', content: 'x\n' } },
+    ]),
+    cwd: s.work,
+    isolation: 'worktree',
+    idempotencyKey: 'wt-1',
+  });
+  const end = await followToEnd(alice, run.taskId);
+  assert.equal(end.state, 'succeeded', JSON.stringify(end.last));
+  const path = join(s.worktrees, run.taskId);
+  const text = (await call<{ text: string }>(alice, 'agent_result', { taskId: run.taskId })).text;
+  assert.ok(text.includes(`${path}\nbaton/${run.taskId}`), text);
+  assert.equal(readFileSync(join(path, 'in-worktree.txt'), 'utf8'), 'x\n');
+  assert.equal(existsSync(join(s.work, 'in-worktree.txt')), false, 'the work tree itself is untouched');
+  const status = await call<{ workdir: string; rounds: Array<{ gitAfter: { dirty: unknown } }> }>(
+    alice,
+    'agent_status',
+    {
+      taskId: run.taskId,
+    },
+  );
+  assert.equal(status.workdir, path);
+  assert.deepEqual(status.rounds[0]!.gitAfter.dirty, [{ path: 'in-worktree.txt', status: '??' }]);
+});
+
+test('ssh: a wrong host key, a cwd outside the target roots and an unreachable host are refused before anything runs', async (t) => {
+  const s = await sshSetup(t);
+  const other = join(s.dir, 'other');
+  mkdirSync(other);
+  const hub = await startHub(t, {
+    ...s.setup,
+    agents: {
+      remote: { ...s.setup.agents.remote },
+      spoofed: { ...s.entry, target: 'spoofed' },
+      nowhere: { ...s.entry, target: 'nowhere' },
+    },
+    targets: {
+      box: s.setup.targets.box,
+      spoofed: { ...s.setup.targets.box, knownHostsFile: s.sshd.wrongKnownHostsFile },
+      // A port nothing listens on: the sshd's own, plus one below the ephemeral range is not guaranteed free; use 1.
+      nowhere: { ...s.setup.targets.box, port: 1 },
+    },
+  });
+  const alice = await connectCaller(t, hub, 'alice');
+  const refused = async (agent: string, cwd: string) => {
+    const res = await alice.callTool({
+      name: 'agent_run',
+      arguments: { agent, prompt: 'hi', cwd, idempotencyKey: agent + cwd },
+    });
+    assert.equal(res.isError, true, JSON.stringify(res));
+    return JSON.stringify(res.content);
+  };
+  assert.match(
+    await refused('spoofed', s.work),
+    /target \\"spoofed\\" \(ssh [^)]*\): cannot reach the host: Host key verification failed/,
+  );
+  assert.match(
+    await refused('nowhere', s.work),
+    /target \\"nowhere\\" \(ssh [^)]*:1\): cannot reach the host: .*Connection refused/,
+  );
+  assert.match(await refused('remote', other), /cwd .*other is outside the roots of target \\"box\\"/);
+  assert.match(
+    await refused('remote', join(s.work, 'missing')),
+    /does not exist or is not a directory on target \\"box\\"/,
+  );
+  assert.deepEqual((await call<{ tasks: unknown[] }>(alice, 'agent_list', {})).tasks, [], 'nothing was recorded');
+  assert.deepEqual(
+    records(s.record).filter((r) => r.event === 'session/new'),
+    [],
+    'no agent session was started',
+  );
+});
+
+test('ssh: the hub SIGKILLed mid-round; the restart reaps the remote group and marks the round interrupted', async (t) => {
+  const s = await sshSetup(t);
+  // An agent that ignores TERM and its stdin closing: only the remote group stop ends it.
+  (s.setup.agents.remote.env as Record<string, string>).ACP_TEST_AGENT_IGNORE_TERM = '1';
+  const setup = { ...s.setup, limits: { cancelGraceMs: 500 } };
+  const hub1 = await startHub(t, setup);
+  const a1 = await connectCaller(t, hub1, 'alice');
+  const run = await call<{ taskId: string }>(a1, 'agent_run', {
+    prompt: acpScript([{ spawnChild: true }, { ignoreCancel: true }]),
+    cwd: s.work,
+    idempotencyKey: 'kill-1',
+  });
+  await until(() => records(s.record).find((r) => r.event === 'grandchild'), { what: 'the remote grandchild' });
+  const remoteGroup = () => processesWithEnvironment({ ACP_TEST_AGENT_RECORD: s.record });
+  await hub1.kill();
+  // Every ssh client of the dead hub, the master included, is killed too: the remote group is left on its own.
+  for (const p of processesWithEnvironment({}).filter(
+    (p) => p.cmdline.startsWith('ssh ') && p.cmdline.includes(String(s.sshd.port)),
+  ))
+    try {
+      process.kill(p.pid, 'SIGKILL');
+    } catch {}
+  const grandchild = () => remoteGroup().some((p) => p.cmdline.includes('setInterval'));
+  assert.equal(grandchild(), true, 'the remote group outlives the killed hub');
+  const hub2 = await startHub(t, setup);
+  assert.equal(grandchild(), false, 'the restart stopped the remote group');
+  assert.deepEqual(remoteGroup(), []);
+  const a2 = await connectCaller(t, hub2, 'alice');
+  const after = await call<{ state: string }>(a2, 'agent_status', { taskId: run.taskId });
+  assert.equal(after.state, 'interrupted');
+});
+
+test('ssh: the connection killed mid-round ends the round interrupted, naming the target and the SSH error', async (t) => {
+  const s = await sshSetup(t);
+  const hub = await startHub(t, s.setup);
+  const alice = await connectCaller(t, hub, 'alice');
+  const run = await call<{ taskId: string }>(alice, 'agent_run', {
+    prompt: acpScript([{ stall: true }]),
+    cwd: s.work,
+    idempotencyKey: 'drop-1',
+  });
+  await until(() => records(s.record).find((r) => r.event === 'stalling'), { what: 'the remote agent to stall' });
+  // The sshd processes serving the connection go: the master and every session on it lose it at once.
+  s.sshd.dropConnections();
+  const end = await followToEnd(alice, run.taskId);
+  assert.equal(end.state, 'interrupted', JSON.stringify(end.last));
+  const status = await call<{ error: string }>(alice, 'agent_status', { taskId: run.taskId });
+  assert.match(
+    status.error,
+    /the SSH connection to target "box" \([^)]*127\.0\.0\.1[^)]*\) was lost during this round: \S/,
+  );
+});
+
+test('ssh: arguments and variables with shell metacharacters reach the remote process intact', async (t) => {
+  const s = await sshSetup(t);
+  const target = new SshTarget('box', s.setup.targets.box as never, { stateDir: join(s.dir, 'st') });
+  t.after(() => target.close());
+  const hostile = [`a'b`, '"$(touch pwned)"', '`touch pwned2`', '; touch pwned3', '$HOME', 'two\nlines', '*', '-x', ''];
+  const group = target.spawn(
+    process.execPath,
+    ['-e', 'process.stdout.write(JSON.stringify([process.argv.slice(1), process.env.HOSTILE]))', ...hostile],
+    {
+      cwd: s.work,
+      env: { ...process.env, HOSTILE: `x'; touch pwned4; echo "$(id)"` },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
+  );
+  let out = '';
+  group.child.stdout!.on('data', (c: Buffer) => {
+    out += c;
+  });
+  group.child.stdin!.end();
+  assert.deepEqual(await group.exited, { code: 0, signal: null });
+  await until(() => out.endsWith(']'), { what: 'the remote output' });
+  assert.deepEqual(JSON.parse(out), [hostile, `x'; touch pwned4; echo "$(id)"`]);
+  assert.deepEqual(
+    readdirSync(s.work).filter((f) => f.startsWith('pwned')),
+    [],
+  );
+  assert.equal(execFileSync('ls', [s.work], { encoding: 'utf8' }).includes('pwned'), false);
+});
