@@ -120,7 +120,7 @@ export function registerHubCommands(program: Command): void {
         rows.push(row);
       }
       for (const line of preflightLines(rows)) out(line);
-      for (const line of targetLines(targets.status(), rows)) out(line);
+      for (const line of targetLines(await targets.checked(), rows)) out(line);
       // Any FAIL (an agent the config names but baton cannot run) is an error, even beside usable agents: the hub
       // would refuse every task for that agent. WARN (found, not logged in or no session) stays a warning.
       const failed = rows.filter((r) => rowStatus(r) === 'FAIL').length;

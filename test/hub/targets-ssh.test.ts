@@ -2,13 +2,15 @@
 // OpenSSH client with one multiplexed connection, and the scripted ACP agent started on the "remote" host through it.
 // The agent proves where it runs by the variables sshd gives a session (SSH_CONNECTION), which the hub has not.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { promisify } from 'node:util';
 import { SshTarget } from '../../src/agents/targets/ssh.ts';
+import { REPO_ROOT } from '../support/bins.ts';
 import { git } from '../support/git.ts';
-import { call, connectCaller, followToEnd, startHub } from '../support/hub.ts';
+import { call, connectCaller, followToEnd, isolatedEnv, startHub, writeHubConfig } from '../support/hub.ts';
 import { processesWithEnvironment, until } from '../support/poll.ts';
 import { acpScript, scriptedAgentSetup } from '../support/scripted-agent.ts';
 import { startSshd } from '../support/sshd.ts';
@@ -257,4 +259,44 @@ test('ssh: arguments and variables with shell metacharacters reach the remote pr
     [],
   );
   assert.equal(execFileSync('ls', [s.work], { encoding: 'utf8' }).includes('pwned'), false);
+});
+
+test('ssh: doctor connects to each ssh target and probes the agent there (binary, version, a session)', async (t) => {
+  const s = await sshSetup(t);
+  const configPath = writeHubConfig({
+    ...s.setup,
+    agents: {
+      remote: { ...s.setup.agents.remote, env: { ...s.entry.env, ACP_TEST_AGENT_VERSION: '9.8.7' } },
+      spoofed: { ...s.entry, target: 'spoofed' },
+    },
+    targets: {
+      box: s.setup.targets.box,
+      spoofed: { ...s.setup.targets.box, knownHostsFile: s.sshd.wrongKnownHostsFile },
+    },
+  });
+  const res = await promisify(execFile)(
+    process.execPath,
+    [join(REPO_ROOT, 'bin', 'baton.js'), '--config', configPath, 'doctor'],
+    { cwd: s.dir, env: isolatedEnv(s.dir) },
+  ).then(
+    (r) => ({ code: 0, stdout: r.stdout }),
+    (e: { code: number; stdout: string }) => ({ code: e.code, stdout: e.stdout }),
+  );
+  assert.equal(res.code, 1, res.stdout);
+  assert.match(res.stdout, /^ok\s+remote\s+acp\s+\S+\s+9\.8\.7.*session ok/m);
+  assert.match(
+    res.stdout,
+    /^FAIL\s+spoofed\s+acp\s.*target "spoofed" \(ssh [^)]*\): cannot reach the host: Host key verification failed/m,
+  );
+  assert.match(res.stdout, /^target box \(ssh [^)]*127\.0\.0\.1:\d+\): another machine .*; agents: remote$/m);
+  assert.match(
+    res.stdout,
+    /^FAIL: target "spoofed" \(ssh [^)]*\): cannot reach the host: Host key verification failed/m,
+  );
+  // The probe ran on the host: a session opened there (sshd's variables in the agent's environment), no prompt.
+  const seen = records(s.record);
+  assert.ok(seen.some((r) => r.event === 'session/new'));
+  assert.ok(!seen.some((r) => r.event === 'session/prompt'));
+  // No connection outlives the doctor run.
+  await until(() => s.sshd.sessions().length === 0, { what: "the doctor's ssh connections to close" });
 });

@@ -53,14 +53,19 @@ export class AcpAgent implements Agent {
   async probe(request: ProbeRequest = {}): Promise<AgentProbe> {
     const base: AgentProbe = { name: this.name, kind: this.kind, available: false, login: 'unknown' };
     const command = this.config.command[0]!;
-    const binary = resolveBinary(command, agentEnvironment(this.config.env));
+    const remote = this.target?.remote;
+    // On another machine the binary, its version and its login are the host's: asked there (rule: ssh-target).
+    const binary = remote
+      ? await this.remoteBinary(command)
+      : resolveBinary(command, agentEnvironment(this.config.env));
+    if (typeof binary === 'object') return { ...base, binary: command, detail: binary.detail };
     if (!binary) return { ...base, binary: command, detail: binaryNotFound(command) };
     const versionFlag = () =>
       VERSION_FLAG_BINARIES.has(basename(command)) ? this.versionFlag(binary) : Promise.resolve(undefined);
     if (request.catalog) {
       // The models and efforts are what session/new offers: a session is opened and closed, no prompt is sent.
       try {
-        const probed = await this.probeSession(process.cwd());
+        const probed = await this.probeSession();
         const version = probed.version ?? (await versionFlag());
         return {
           ...base,
@@ -87,7 +92,7 @@ export class AcpAgent implements Agent {
     let version = await versionFlag();
     if (!version) {
       try {
-        version = (await this.probeSession(process.cwd(), { withSession: false })).version;
+        version = (await this.probeSession(undefined, { withSession: false })).version;
       } catch (err) {
         return { ...base, binary, detail: err instanceof Error ? err.message : String(err) };
       }
@@ -101,13 +106,15 @@ export class AcpAgent implements Agent {
    * is spent. Rejects with an AgentStartError saying what failed.
    */
   async probeSession(
-    cwd: string = process.cwd(),
+    cwd: string = this.target?.remote?.roots[0] ?? process.cwd(),
     opts: { withSession?: boolean; signal?: AbortSignal } = {},
   ): Promise<AcpSessionProbe> {
     const proc = await AcpProcess.start({
       agentName: this.name,
       config: this.config,
       cwd,
+      // A probe carries no prompt and runs here unfenced, unless the agent lives on another machine.
+      ...(this.target?.remote ? { target: this.target } : {}),
       logger: this.logger,
       signal: opts.signal,
       handlers: { onUpdate: () => {}, onPermission: () => ({ outcome: { outcome: 'cancelled' } }) },
@@ -139,7 +146,25 @@ export class AcpAgent implements Agent {
     }
   }
 
+  /** The agent's command on the target's host (its path there), or why it cannot be had there. */
+  private async remoteBinary(command: string): Promise<string | { detail: string }> {
+    const target = this.target!;
+    try {
+      const r = await target.remote!.exec('command -v "$1"', [command]);
+      const path = r.stdout.toString('utf8').trim();
+      if (r.code !== 0 || !path) return { detail: `"${command}" was not found on target "${target.name}"` };
+      return path;
+    } catch (err) {
+      return { detail: (err as Error).message };
+    }
+  }
+
   private async versionFlag(binary: string): Promise<string | undefined> {
+    const remote = this.target?.remote;
+    if (remote) {
+      const r = await remote.exec('"$1" --version 2>&1', [binary]).catch(() => undefined);
+      return r?.code === 0 ? findVersion(r.stdout.toString('utf8').slice(0, VERSION_OUTPUT_MAX_CHARS)) : undefined;
+    }
     const out = await captureCommand([binary, '--version'], {
       env: { ...agentEnvironment(this.config.env), [NO_RELAUNCH]: 'true' },
       timeoutMs: VERSION_PROBE_TIMEOUT_MS,

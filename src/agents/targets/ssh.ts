@@ -5,6 +5,7 @@
 // its own: the remote agent uses the remote user's login and binary. docs/targets.md is the user's page. (rules:
 // execution-targets, ssh-target)
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,8 +21,8 @@ import type { ExecutionTarget, RemoteGroup, RemoteHost, TargetSpawnOptions, Targ
 const EXEC_TIMEOUT_MS = 30_000;
 /** The first line of a remote group's stdout (its pgid and start time) is at most this long. */
 const HEADER_MAX_BYTES = 64;
-/** A control socket path must fit a sockaddr_un (108 bytes) with ssh's temporary suffix (17) added. */
-const CONTROL_DIR_MAX = 48;
+/** A control socket path must fit a sockaddr_un (108 bytes) with its name (24) and ssh's temporary suffix (17). */
+const CONTROL_DIR_MAX = 64;
 /** Variables of the hub's environment the local ssh client needs (to find its config, keys and ssh-agent). */
 const SSH_CLIENT_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SSH_AUTH_SOCK', 'LANG', 'TZ'];
 /** Never sent: the remote login's own, or a path of this machine. */
@@ -74,6 +75,7 @@ export class SshTarget implements ExecutionTarget, RemoteHost {
   private readonly config: SshTargetConfig;
   private readonly ctx: SshContext;
   private controlDir: string | undefined;
+  private readonly socketName: string;
   private readonly started = new Map<number, Started>();
 
   constructor(name: string, config: SshTargetConfig, ctx: SshContext = {}) {
@@ -81,6 +83,12 @@ export class SshTarget implements ExecutionTarget, RemoteHost {
     this.config = config;
     this.ctx = ctx;
     this.roots = config.roots;
+    // A socket per target and settings: two targets on one host with other keys or known hosts never share a
+    // connection (ssh's own %C names only the host, port and user).
+    this.socketName = createHash('sha256')
+      .update(JSON.stringify([name, config.host, config.user, config.port, config.identityFile, config.knownHostsFile]))
+      .digest('hex')
+      .slice(0, 24);
     this.worktreesDir = config.worktreesDir;
   }
 
@@ -115,7 +123,7 @@ export class SshTarget implements ExecutionTarget, RemoteHost {
       ...(c.knownHostsFile ? [...o(`UserKnownHostsFile=${c.knownHostsFile}`), ...o('GlobalKnownHostsFile=none')] : []),
       ...(c.identityFile ? [...o(`IdentityFile=${c.identityFile}`), ...o('IdentitiesOnly=yes')] : []),
       ...o('ControlMaster=auto'),
-      ...o(`ControlPath=${join(this.socketDir(), '%C')}`),
+      ...o(`ControlPath=${join(this.socketDir(), this.socketName)}`),
       ...o('ControlPersist=600'),
       ...o('ConnectTimeout=10'),
       ...o('ServerAliveInterval=5'),

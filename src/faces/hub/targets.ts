@@ -9,6 +9,8 @@ export interface HubTargets {
   ofAgent: Map<string, ExecutionTarget>;
   /** `local` and every target an agent uses, with its fence and any warning. */
   status(): TargetStatus[];
+  /** The same, each target on another machine connected to first: one that cannot be reached says why (doctor). */
+  checked(): Promise<TargetStatus[]>;
 }
 
 export function hubTargets(cfg: HubConfig, roots: () => readonly string[]): HubTargets {
@@ -26,5 +28,20 @@ export function hubTargets(cfg: HubConfig, roots: () => readonly string[]): HubT
     byName,
     ofAgent,
     status: () => [...byName.values()].filter((t) => used.has(t.name)).map((t) => t.status()),
+    checked: () =>
+      Promise.all(
+        [...byName.values()]
+          .filter((t) => used.has(t.name))
+          .map(async (t) => {
+            const status = t.status();
+            if (!t.remote) return status;
+            const error = await t.remote.exec('exit 0', []).then(
+              () => undefined,
+              (err: Error) => err.message,
+            );
+            await t.remote.close();
+            return error ? { ...status, error } : status;
+          }),
+      ),
   };
 }
