@@ -27,6 +27,9 @@ export const bins = {
   opencode: () => agent('opencode-ai', 'bin/opencode.exe'),
   gemini: () => agent('@google/gemini-cli', 'bundle/gemini.js'),
   claude: () => agent('@anthropic-ai/claude-code', 'bin/claude.exe'),
+  /** DeepSeek Harness's launcher (pinned with its parts; its ACP bridge is @deepseek-ai/dsh-acp). */
+  dsh: () => pkg('@deepseek-ai/dsh', 'lib/bin.js'),
+  dshAcp: () => pkg('@deepseek-ai/dsh-acp', '.'),
   chromeDevtoolsMcp: () => pkg('chrome-devtools-mcp', 'build/src/bin/chrome-devtools-mcp.js'),
 };
 

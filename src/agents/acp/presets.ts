@@ -19,8 +19,11 @@ export const ACP_PRESETS = {
    * ACP offers no way to turn them off.
    */
   'opencode-acp': { command: ['opencode', 'acp', '--pure'] },
-  /** DeepSeek Harness: its native ACP stdio agent (`dsh acp`, dsh ≥ 0.1.6). */
-  dsh: { command: ['dsh', 'acp'] },
+  /**
+   * DeepSeek Harness's ACP profile (`dsh --profile acp`, the automation-only server of `@deepseek-ai/dsh-acp`): the
+   * profile, its provider and model are the user's DSH config (docs/agents-acp.md). It cannot load a saved session.
+   */
+  dsh: { command: ['dsh', '--profile', 'acp'] },
 } as const satisfies Record<string, AcpConfig>;
 
 /** Binaries known to answer `--version` without starting anything (others report initialize's agentInfo.version). */
