@@ -2,7 +2,7 @@
 // printed as ratios against their goals (never as timed tests). `npm run bench` builds dist/ first
 // (prebench), since every hub and provider here is the compiled `baton` a user runs.
 //
-//   npm run bench [-- --runs N] [-- --only acp,codex,throughput,big-result,startup,memory,mcp-eras,mcp-call,targets] [-- --json]
+//   npm run bench [-- --runs N] [-- --only acp,codex,throughput,big-result,startup,memory,mcp-eras,mcp-call,targets,ssh] [-- --json]
 //
 // --runs N   interleaved runs per side after one warm-up (default 20; paging and the memory run are bounded by time)
 // --only     run just these measures
@@ -26,6 +26,7 @@ import { type BenchOptions, Cleanup, formatSection, machine, parseArgs, type Sec
 import { mcpCall } from './mcp-call.ts';
 import { mcpEras } from './mcp-eras.ts';
 import { memory } from './memory.ts';
+import { ssh } from './ssh.ts';
 import { startup } from './startup.ts';
 import { targets } from './targets.ts';
 import { throughput } from './throughput.ts';
@@ -42,6 +43,7 @@ const MEASURES: Record<string, Measure> = {
   'mcp-eras': mcpEras,
   'mcp-call': mcpCall,
   targets,
+  ssh,
 };
 
 let opts: BenchOptions;

@@ -15,6 +15,7 @@ import { type ChildGroup, DEFAULT_STOP_GRACE_MS, spawnGroup, stopGroup } from '.
 import { redact } from '../../lib/redact.ts';
 import type { SshTargetConfig } from './config.ts';
 import { TargetError } from './errors.ts';
+import { RemoteShell, shellWord } from './ssh-runner.ts';
 import type { ExecutionTarget, RemoteGroup, RemoteHost, TargetSpawnOptions, TargetStatus } from './types.ts';
 
 /** How long a connection check or a remote command may take before it counts as failed. */
@@ -27,9 +28,6 @@ const CONTROL_DIR_MAX = 64;
 const SSH_CLIENT_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SSH_AUTH_SOCK', 'LANG', 'TZ'];
 /** Never sent: the remote login's own, or a path of this machine. */
 const NOT_SENT = new Set(['PATH', 'HOME', 'TMPDIR', 'USER', 'LOGNAME', 'SHELL', 'PWD', 'OLDPWD', 'SSH_AUTH_SOCK']);
-
-/** A word the remote login shell (any POSIX-like shell) reads back as exactly `s`. */
-export const shellWord = (s: string): string => `'${s.replaceAll("'", "'\\''")}'`;
 
 /**
  * The remote side of `spawn`: a new session (so a new process group) whose leader prints its pid and start time on
@@ -52,7 +50,7 @@ const STOP =
   'kill -TERM -$p 2>/dev/null || exit 0; i=0; ' +
   'while kill -0 -$p 2>/dev/null; do i=$((i+1)); ' +
   'if [ $i -gt $n ]; then kill -KILL -$p 2>/dev/null; fi; ' +
-  'if [ $i -gt $((n*2+20)) ]; then exit 1; fi; sleep 0.05; done; exit 0';
+  'if [ $i -gt $((n*2+100)) ]; then exit 1; fi; sleep 0.01; done; exit 0';
 
 export interface SshContext {
   /** baton's state dir: the control socket's dir is made in it (or in the system temp dir when that path is long). */
@@ -75,6 +73,7 @@ export class SshTarget implements ExecutionTarget, RemoteHost {
   private readonly config: SshTargetConfig;
   private readonly ctx: SshContext;
   private controlDir: string | undefined;
+  private shell: RemoteShell | undefined;
   private readonly socketName: string;
   private readonly started = new Map<number, Started>();
 
@@ -141,38 +140,22 @@ export class SshTarget implements ExecutionTarget, RemoteHost {
   }
 
   /**
-   * Runs `script` under the remote /bin/sh with `args` as $1…: its exit code, stdout and stderr. A connection that
-   * fails (ssh's own exit 255) throws a TargetError naming the target and ssh's error.
+   * Runs `script` under the remote /bin/sh with `args` as $1…, through the target's remote shell: its exit code and
+   * stdout. A connection that fails (an unreachable host, a wrong host key) throws a TargetError naming the target and
+   * ssh's error.
    */
-  exec(
+  async exec(
     script: string,
     args: readonly string[],
     opts: { timeoutMs?: number } = {},
   ): Promise<{ code: number; stdout: Buffer; stderr: string }> {
-    const command = ['exec', '/bin/sh', '-c', shellWord(script), 'sh', ...args.map(shellWord)].join(' ');
-    return new Promise((resolve, reject) => {
-      execFile(
-        'ssh',
-        [...this.sshArgs(), command],
-        {
-          env: sshClientEnv(),
-          encoding: 'buffer',
-          maxBuffer: 64 * 1024 * 1024,
-          timeout: opts.timeoutMs ?? EXEC_TIMEOUT_MS,
-          killSignal: 'SIGKILL',
-        },
-        (err, stdout, stderr) => {
-          const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-          const errText = stderr.toString('utf8');
-          if (code === 255 || code === -1) {
-            const why = code === -1 ? (err?.killed ? 'timed out' : (err?.message ?? 'failed')) : lastLine(errText);
-            reject(this.connectError(why));
-            return;
-          }
-          resolve({ code, stdout, stderr: errText });
-        },
-      );
+    this.shell ??= new RemoteShell({
+      sshArgs: () => this.sshArgs(),
+      env: sshClientEnv(),
+      failure: (why) => this.connectError(why),
     });
+    const r = await this.shell.run(script, args, opts.timeoutMs ?? EXEC_TIMEOUT_MS);
+    return { ...r, stderr: '' };
   }
 
   connectError(why: string): TargetError {
@@ -283,7 +266,7 @@ export class SshTarget implements ExecutionTarget, RemoteHost {
 
   /** TERM, the grace, KILL, on the host; a group already gone (or a reused id) counts as stopped. */
   async stopRemoteGroup(g: RemoteGroup, graceMs = DEFAULT_STOP_GRACE_MS): Promise<boolean> {
-    const rounds = Math.max(1, Math.ceil(graceMs / 50));
+    const rounds = Math.max(1, Math.ceil(graceMs / 10));
     try {
       const r = await this.exec(STOP, [String(g.pgid), g.start ?? '', String(rounds)], {
         timeoutMs: EXEC_TIMEOUT_MS + graceMs * 2,
@@ -296,6 +279,8 @@ export class SshTarget implements ExecutionTarget, RemoteHost {
 
   /** Ends the shared connection (the hub stopping). */
   async close(): Promise<void> {
+    this.shell?.close();
+    this.shell = undefined;
     if (!this.controlDir) return;
     await new Promise<void>((resolve) => {
       execFile('ssh', ['-O', 'exit', ...this.sshArgs()], { env: sshClientEnv(), timeout: 5_000 }, () => resolve());
