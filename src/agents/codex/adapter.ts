@@ -67,7 +67,7 @@ export function createCodexAgent(
         group.child.once('error', (err) => reject(new Error(spawnFailure(codexCommand(config).file, err, 'Codex')))),
       );
       spawnFailed.catch(() => {});
-      const session = new CodexSession(group, config, ctx, home.writeBackAuth, initializeTimeoutMs, extras);
+      const session = new CodexSession(group, config, ctx, home, initializeTimeoutMs, extras);
       const onAbort = () => void session.close();
       opts.signal.addEventListener('abort', onAbort, { once: true });
       try {

@@ -5,6 +5,7 @@
 import { CodexAppServerClient, type CodexServerRequest } from '../../codex/app-server-client.ts';
 import { codexDecline } from '../../codex/declines.ts';
 import { JsonRpcRequestError } from '../../codex/json-rpc-peer.ts';
+import { type ThreadCommands, threadCommandsOf } from '../../codex/thread-commands.ts';
 import type { Turn } from '../../generated/codex/v2/Turn.ts';
 import type { ChildGroup } from '../../lib/process-group.ts';
 import { redact } from '../../lib/redact.ts';
@@ -60,6 +61,8 @@ export class CodexSession implements AgentSession {
   private readonly config: CodexAgentConfig;
   private readonly ctx: AgentContext;
   private readonly writeBackAuth: () => boolean;
+  /** The shell commands Codex runs for the thread, found by their environment (they leave Codex's process group). */
+  private readonly commands: ThreadCommands;
   private readonly extras: CodexAgentExtras;
   private active: ActiveTurn | undefined;
   private lost: Error | undefined;
@@ -72,7 +75,7 @@ export class CodexSession implements AgentSession {
     group: ChildGroup,
     config: CodexAgentConfig,
     ctx: AgentContext,
-    writeBackAuth: () => boolean,
+    home: PreparedHome,
     initializeTimeoutMs: number,
     extras: CodexAgentExtras = {},
   ) {
@@ -80,7 +83,8 @@ export class CodexSession implements AgentSession {
     this.group = group;
     this.config = config;
     this.ctx = ctx;
-    this.writeBackAuth = writeBackAuth;
+    this.writeBackAuth = home.writeBackAuth;
+    this.commands = threadCommandsOf(home.dir, group.pgid, ctx.logger);
     this.client = new CodexAppServerClient({
       transport: { type: 'stdio', readable: group.child.stdout!, writable: group.child.stdin! },
       clientInfo: CODEX_CLIENT_INFO,
@@ -193,6 +197,8 @@ export class CodexSession implements AgentSession {
     aborted: Promise<void>,
   ): Promise<AgentEvent> {
     active.queue.push({ kind: 'status', text: 'Starting the turn' });
+    // Commands an earlier turn left running are not this turn's: a cancel spares them.
+    const earlier = this.id ? this.commands.threadCommands(this.id) : new Set<number>();
     const started = this.client
       .request(
         'turn/start',
@@ -230,14 +236,21 @@ export class CodexSession implements AgentSession {
       case 'lost':
         return endFailed(outcome.err.message);
       case 'aborted':
-        return this.cancel(active, started, lost);
+        return this.cancel(active, started, lost, earlier);
     }
   }
 
   /**
    * Rule `cancel-then-stop`: turn/interrupt, wait the grace for Codex to confirm, else stop the whole process group.
+   * Either way the commands the turn started and left running stop too: Codex keeps a command it moved to the
+   * background running after the interrupt, in a session of its own that the group stop does not reach.
    */
-  private async cancel(active: ActiveTurn, started: Promise<unknown>, lost: Promise<Error>): Promise<AgentEvent> {
+  private async cancel(
+    active: ActiveTurn,
+    started: Promise<unknown>,
+    lost: Promise<Error>,
+    earlier: ReadonlySet<number>,
+  ): Promise<AgentEvent> {
     const grace = this.config.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS;
     active.queue.push({ kind: 'status', text: 'Cancelling' });
     const deadline = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), grace).unref());
@@ -249,6 +262,7 @@ export class CodexSession implements AgentSession {
       return turn.status !== 'inProgress';
     })().catch(() => false);
     const result = await Promise.race([confirmed, deadline, lost.then(() => false)]);
+    await this.commands.stopCommands(this.id, earlier);
     if (result === true) {
       const turn = await active.completed.promise;
       if (turn.status === 'completed') return this.endFromTurn(active, turn);

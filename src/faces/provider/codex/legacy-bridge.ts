@@ -6,6 +6,7 @@ import { ProtocolErrorCode } from '@modelcontextprotocol/server';
 import type { Sandbox } from '../../../agents/agent.ts';
 import { codexChildEnv } from '../../../agents/codex/env.ts';
 import { type ExecutionTarget, UNFENCED } from '../../../agents/targets/target.ts';
+import { threadCommandsOf } from '../../../codex/thread-commands.ts';
 import { cutCodePoints } from '../../../lib/chars.ts';
 import { readLines } from '../../../lib/jsonl.ts';
 import type { Logger } from '../../../lib/log.ts';
@@ -18,7 +19,6 @@ import { MAX_CLIENT_FRAME_BYTES, type ProviderTool } from '../stdio-server.ts';
 import { authFailure, backgroundTools, type CallArgs, codexJobTable } from './app-server.ts';
 import { type CodexHomeSettings, prepareProviderHome } from './home.ts';
 import { type CallMeta, endJob, type LegacyCall, LegacyCalls } from './legacy-calls.ts';
-import { threadCommandsOf } from './legacy-commands.ts';
 import {
   authErrorResult,
   type ClientFrame,

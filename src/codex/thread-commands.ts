@@ -2,8 +2,8 @@
 // started it (its unified exec outlives turns), in a session of the command's own (the sandbox's), so neither Codex's
 // cancel nor its process group reaches it. The bridge finds a thread's commands by the CODEX_HOME and CODEX_THREAD_ID
 // Codex gives them, and stops them when it stops the turn (rule: cancel-then-stop).
-import type { Logger } from '../../../lib/log.ts';
-import { groupsWithEnvironment, signalGroup } from '../../../lib/process-group.ts';
+import type { Logger } from '../lib/log.ts';
+import { groupsWithEnvironment, signalGroup } from '../lib/process-group.ts';
 
 /** How long each signal gets before the next (TERM, then KILL). */
 const STOP_GRACE_MS = 2_000;
