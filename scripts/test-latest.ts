@@ -24,6 +24,7 @@ const AGENTS: Record<string, { pkg: string; files: string[] }> = {
       'test/codex/sandbox.test.ts',
       'test/codex/app-server-client.test.ts',
       'test/codex/engine-codex.test.ts',
+      'test/codex/cancel-commands.test.ts',
       'test/provider/codex-appserver.test.ts',
       'test/attach/attach-codex.test.ts',
     ],
