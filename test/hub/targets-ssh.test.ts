@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { SshTarget } from '../../src/agents/targets/ssh.ts';
+import { loadConfig } from '../../src/faces/hub/config.ts';
 import { REPO_ROOT } from '../support/bins.ts';
 import { git } from '../support/git.ts';
 import { call, connectCaller, followToEnd, isolatedEnv, startHub, writeHubConfig } from '../support/hub.ts';
@@ -62,6 +63,16 @@ test('ssh: a round runs on the host, continues, reports snapshots of the remote 
     idempotencyKey: 'ssh-1',
   });
   assert.equal(run.target, 'box');
+  const agents = await call<{ agents: Array<{ name: string; target: string; fence: string; version?: string }> }>(
+    alice,
+    'agent_agents',
+    {},
+  );
+  assert.deepEqual(
+    agents.agents.map((a) => [a.name, a.target, a.fence, a.version]),
+    [['remote', 'box', 'remote', '9.8.7']],
+    'probed on the host',
+  );
   const end = await followToEnd(alice, run.taskId);
   assert.equal(end.state, 'succeeded', JSON.stringify(end.last));
   const text = (await call<{ text: string }>(alice, 'agent_result', { taskId: run.taskId })).text;
@@ -299,4 +310,30 @@ test('ssh: doctor connects to each ssh target and probes the agent there (binary
   assert.ok(!seen.some((r) => r.event === 'session/prompt'));
   // No connection outlives the doctor run.
   await until(() => s.sshd.sessions().length === 0, { what: "the doctor's ssh connections to close" });
+});
+
+test('ssh: the target entry is strict: a relative or missing root, an unknown key, a flag as host, `local` as ssh', (t) => {
+  const dir = tempDir(t, 'baton-ssh-config-');
+  const work = join(dir, 'work');
+  mkdirSync(work);
+  let n = 0;
+  const load = (targets: Record<string, Record<string, unknown>>) =>
+    loadConfig(
+      writeHubConfig({
+        dir: join(dir, `c${++n}`),
+        roots: [work],
+        agents: { remote: { kind: 'acp', command: ['agent'], target: Object.keys(targets)[0] } },
+        targets,
+      }),
+    );
+  const box = { kind: 'ssh', host: 'buildbox', roots: ['/srv/src'] };
+  assert.equal(load({ box }).targetConfigs.box?.kind, 'ssh');
+  assert.throws(
+    () => load({ box: { ...box, roots: ['srv/src'] } }),
+    /targets\.box\.roots\.0: must be an absolute path/,
+  );
+  assert.throws(() => load({ box: { ...box, roots: [] } }), /targets\.box\.roots: name at least one project dir/);
+  assert.throws(() => load({ box: { ...box, password: 'x' } }), /targets\.box: .*password/);
+  assert.throws(() => load({ box: { ...box, host: '-oProxyCommand=x' } }), /targets\.box\.host: must be a host name/);
+  assert.throws(() => load({ local: box }), /"local" is this machine: an ssh target needs a name of its own/);
 });
