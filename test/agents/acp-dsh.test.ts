@@ -2,10 +2,11 @@
 // @deepseek-ai/dsh-acp as a user profile) offline against the suite's scripted chat-completions mock, set as the
 // base URL of DSH's DeepSeek provider. One DSH start serves every turn of the first session.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import type { AcpConfig } from '../../src/agents/acp/config.ts';
 import { ACP_PRESETS, AcpAgent, type AcpAgentSession, acpConfigSchema } from '../../src/agents/acp/index.ts';
 import type { AgentEvent } from '../../src/agents/agent.ts';
 import { silentLogger } from '../../src/lib/log.ts';
@@ -57,6 +58,7 @@ function dshHome(root: string): string {
 describe('ACP adapter with the real DeepSeek Harness', () => {
   let mock: ChatMock;
   let agent: AcpAgent;
+  let agentConfig: AcpConfig;
   let session: AcpAgentSession;
   let root: string;
   let cwd: string;
@@ -68,22 +70,19 @@ describe('ACP adapter with the real DeepSeek Harness', () => {
     cwd = join(root, 'work');
     mkdirSync(cwd);
     mkdirSync(join(root, 'home'));
-    agent = new AcpAgent(
-      'dsh',
-      acpConfigSchema.parse({
-        // The preset's arguments, with the launcher run by this Node (DSH needs Node ≥ 22).
-        command: [process.execPath, bins.dsh(), ...ACP_PRESETS.dsh.command.slice(1)],
-        env: {
-          PATH: process.env.PATH ?? '/usr/bin:/bin',
-          ...NODE_CACHE_ENV,
-          HOME: join(root, 'home'),
-          DSH_HOME: dshHome(root),
-          DEEPSEEK_API_KEY: API_KEY,
-          DEEPSEEK_BASE_URL: mock.baseUrl,
-        },
-      }),
-      { logger: silentLogger },
-    );
+    agentConfig = acpConfigSchema.parse({
+      // The preset's arguments, with the launcher run by this Node (DSH needs Node ≥ 22).
+      command: [process.execPath, bins.dsh(), ...ACP_PRESETS.dsh.command.slice(1)],
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        ...NODE_CACHE_ENV,
+        HOME: join(root, 'home'),
+        DSH_HOME: dshHome(root),
+        DEEPSEEK_API_KEY: API_KEY,
+        DEEPSEEK_BASE_URL: mock.baseUrl,
+      },
+    });
+    agent = new AcpAgent('dsh', agentConfig, { logger: silentLogger });
     session = await agent.openSession({
       cwd,
       sandbox: 'workspace-write',
@@ -138,6 +137,64 @@ describe('ACP adapter with the real DeepSeek Harness', () => {
     assert.deepEqual(events.at(-1), { kind: 'end', outcome: 'cancelled', acknowledged: true });
     mock.script.push({ type: 'text', chunks: ['back'] });
     assert.equal((await runTurn(session, 'still there?')).text, 'back');
+  });
+
+  test('a bash command that asks to leave the sandbox: denied by default (reported, nothing runs), granted with allowPermissions (it runs)', async () => {
+    const marker = join(cwd, 'escalated.txt');
+    mock.script.push(
+      {
+        type: 'toolCall',
+        name: 'bash',
+        args: {
+          command: `touch ${marker}`,
+          description: 'create a marker outside the sandbox rules',
+          sandbox_permissions: 'danger-full-access',
+          justification: 'The task needs it.',
+        },
+      },
+      { type: 'text', chunks: ['could not'] },
+    );
+    const { events, end, text } = await runTurn(session, 'make the marker');
+    assert.deepEqual(end, { kind: 'end', outcome: 'succeeded' });
+    assert.equal(text, 'could not');
+    assert.deepEqual(
+      events.filter((e) => e.kind === 'permission'),
+      // DSH names its request's tool kind `bash`, not an ACP kind, so baton says it generically.
+      [{ kind: 'permission', decision: 'denied', what: 'use a tool' }],
+    );
+    assert.equal(existsSync(marker), false);
+
+    // With allowPermissions the same request is granted once and the command runs outside the sandbox.
+    const allowing = new AcpAgent('dsh', { ...agentConfig, allowPermissions: true }, { logger: silentLogger });
+    const granted = await allowing.openSession({
+      cwd,
+      sandbox: 'workspace-write',
+      signal: new AbortController().signal,
+    });
+    try {
+      mock.script.push(
+        {
+          type: 'toolCall',
+          name: 'bash',
+          args: {
+            command: `touch ${marker}`,
+            description: 'create a marker outside the sandbox rules',
+            sandbox_permissions: 'danger-full-access',
+            justification: 'The task needs it.',
+          },
+        },
+        { type: 'text', chunks: ['done'] },
+      );
+      const allowed = await runTurn(granted, 'make the marker');
+      assert.deepEqual(allowed.end, { kind: 'end', outcome: 'succeeded' });
+      assert.deepEqual(
+        allowed.events.filter((e) => e.kind === 'permission'),
+        [{ kind: 'permission', decision: 'allowed', what: 'use a tool' }],
+      );
+      assert.equal(existsSync(marker), true);
+    } finally {
+      await granted.close();
+    }
   });
 
   test('continuing in a new process (as every hub round is): DSH cannot load a saved session, so the open fails in one line and nothing runs', async () => {
