@@ -3,13 +3,16 @@
 // The agent proves where it runs by the variables sshd gives a session (SSH_CONNECTION), which the hub has not.
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
+import { minimalCodexConfig } from '../../src/agents/codex/home.ts';
 import { SshTarget } from '../../src/agents/targets/ssh.ts';
 import { loadConfig } from '../../src/faces/hub/config.ts';
-import { REPO_ROOT } from '../support/bins.ts';
+import { codexTestDir, startResponsesMock } from '../codex/support.ts';
+import { reply } from '../mock-models/responses.ts';
+import { bins, REPO_ROOT } from '../support/bins.ts';
 import { git } from '../support/git.ts';
 import { call, connectCaller, followToEnd, isolatedEnv, startHub, writeHubConfig } from '../support/hub.ts';
 import { processesWithEnvironment, until } from '../support/poll.ts';
@@ -336,4 +339,71 @@ test('ssh: the target entry is strict: a relative or missing root, an unknown ke
   assert.throws(() => load({ box: { ...box, password: 'x' } }), /targets\.box: .*password/);
   assert.throws(() => load({ box: { ...box, host: '-oProxyCommand=x' } }), /targets\.box\.host: must be a host name/);
   assert.throws(() => load({ local: box }), /"local" is this machine: an ssh target needs a name of its own/);
+  assert.throws(
+    () =>
+      loadConfig(
+        writeHubConfig({
+          dir: join(dir, 'claude'),
+          roots: [work],
+          agents: { remote: { kind: 'claude', target: 'box' } },
+          targets: { box },
+        }),
+      ),
+    /agents\.remote\.target: target "box" is an ssh target, and kind "claude" cannot run on one yet \(acp and codex can\)/,
+  );
+});
+
+test("ssh: the real Codex app-server runs a round on the host with the remote user's own Codex home, and continues it", async (t) => {
+  const dir = codexTestDir('baton-ssh-codex-');
+  t.after(() => rmSync(dir, { recursive: true, force: true, maxRetries: 5 }));
+  const work = join(dir, 'work');
+  const remoteHome = join(dir, 'remote-codex-home');
+  mkdirSync(work);
+  mkdirSync(remoteHome, { mode: 0o700 });
+  mkdirSync(join(dir, 'sshd'), { mode: 0o700 });
+  const mock = await startResponsesMock(t);
+  const codex = {
+    model: 'mock-model',
+    modelProvider: { id: 'mock', baseUrl: mock.baseUrl, requiresOpenaiAuth: false, streamMaxRetries: 0 },
+  };
+  // The remote user's own Codex home: its config names the model server; baton sends no CODEX_HOME of its own.
+  writeFileSync(join(remoteHome, 'config.toml'), minimalCodexConfig(codex));
+  const sshd = await startSshd(t, join(dir, 'sshd'), { env: { CODEX_HOME: remoteHome } });
+  const hub = await startHub(t, {
+    dir,
+    roots: [],
+    agents: {
+      codex: { kind: 'codex', command: [process.execPath, bins.codex()], ...codex, target: 'box' },
+    },
+    targets: { box: sshd.target([work]) },
+  });
+  const alice = await connectCaller(t, hub, 'alice');
+  const agents = await call<{ agents: Array<{ name: string; fence: string; available: boolean; version?: string }> }>(
+    alice,
+    'agent_agents',
+    {},
+  );
+  assert.equal(agents.agents[0]?.fence, 'remote');
+  assert.equal(agents.agents[0]?.available, true, JSON.stringify(agents));
+  mock.push(reply('codex ran remotely'));
+  const run = await call<{ taskId: string; target: string }>(alice, 'agent_run', {
+    prompt: 'say something',
+    cwd: work,
+    idempotencyKey: 'codex-ssh-1',
+  });
+  assert.equal(run.target, 'box');
+  const end = await followToEnd(alice, run.taskId);
+  assert.equal(end.state, 'succeeded', JSON.stringify(end.last));
+  assert.equal(
+    (await call<{ text: string }>(alice, 'agent_result', { taskId: run.taskId })).text,
+    'codex ran remotely',
+  );
+  // Its thread lives in the remote user's Codex home, not in baton's private home for the agent.
+  assert.ok(readdirSync(join(remoteHome, 'sessions')).length > 0, 'the thread was stored in the remote home');
+  mock.push(reply('second round'));
+  await call(alice, 'agent_continue', { taskId: run.taskId, prompt: 'and again', idempotencyKey: 'codex-ssh-2' });
+  assert.equal((await followToEnd(alice, run.taskId)).state, 'succeeded');
+  assert.equal((await call<{ text: string }>(alice, 'agent_result', { taskId: run.taskId })).text, 'second round');
+  // The second turn carried the first one: the thread was resumed on the host.
+  assert.ok(JSON.stringify(mock.turns.at(-1)!.input).includes('codex ran remotely'));
 });

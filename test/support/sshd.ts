@@ -33,7 +33,15 @@ export interface Sshd {
 const keygen = (file: string) =>
   execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'baton-test', '-f', file], { stdio: 'ignore' });
 
-export async function startSshd(t: Pick<TestContext, 'after'>, dir: string): Promise<Sshd> {
+/**
+ * `env`: variables sshd sets in every session (`SetEnv`), as a remote user's login would have them (a CODEX_HOME of
+ * the remote user's own).
+ */
+export async function startSshd(
+  t: Pick<TestContext, 'after'>,
+  dir: string,
+  opts: { env?: Record<string, string> } = {},
+): Promise<Sshd> {
   const port = await portForLater();
   const user = userInfo().username;
   for (const key of ['host_key', 'other_host_key', 'client_key']) keygen(join(dir, key));
@@ -66,6 +74,7 @@ export async function startSshd(t: Pick<TestContext, 'after'>, dir: string): Pro
       'MaxSessions 64',
       'MaxStartups 64',
       'LogLevel ERROR',
+      ...Object.entries(opts.env ?? {}).map(([k, v]) => `SetEnv ${k}=${v}`),
       '',
     ].join('\n'),
   );

@@ -30,10 +30,13 @@ export function createCodexAgent(
     const { file, args } = codexCommand(config);
     const argv = [...args, ...overrideArgs(config), 'app-server'];
     const env = codexChildEnv(config, codexHome);
-    // A task's app-server runs on the agent's target; the probe (no prompt, no task) runs here as it always did.
-    if (!forTask) return spawnGroup(file, argv, { cwd, env, stdio: ['pipe', 'pipe', 'ignore'] });
+    // A task's app-server runs on the agent's target; the probe (no prompt, no task) runs here as it always did,
+    // unless the agent lives on another machine: then it asks the app-server there, in the target's first root, and
+    // the remote user's own Codex home applies (baton's private home is a path of this machine, never sent).
+    const remote = ctx.target?.remote;
+    if (!forTask && !remote) return spawnGroup(file, argv, { cwd, env, stdio: ['pipe', 'pipe', 'ignore'] });
     return (ctx.target ?? UNFENCED).spawn(file, argv, {
-      cwd,
+      cwd: !forTask && remote ? (remote.roots[0] ?? cwd) : cwd,
       env,
       stdio: ['pipe', 'pipe', 'ignore'],
       keep: [codexHome],

@@ -118,6 +118,9 @@ export type HubConfig = z.infer<typeof configSchema> & {
   agentMaxRunning: Record<string, number>;
 };
 
+/** The agent kinds that can run on an ssh target. */
+const SSH_KINDS: readonly string[] = ['acp', 'codex'];
+
 /** The target an agent entry names (`local` when it names none). */
 export function agentTarget(entry: Record<string, unknown>): string {
   return typeof entry.target === 'string' ? entry.target : LOCAL_TARGET_NAME;
@@ -221,6 +224,12 @@ export function loadConfig(where: string | ConfigLocation): HubConfig {
         `invalid config ${path}:\n  agents.${agentName}.target: unknown target ${JSON.stringify(target)} (known: ${known}; define it under "targets")`,
       );
     }
+    // On another machine only the kinds whose adapters start everything through the target run (docs/targets.md).
+    const onSsh = typeof target === 'string' && cfg.targets[target]?.kind === 'ssh';
+    if (onSsh && !SSH_KINDS.includes(entry.kind))
+      throw new ConfigError(
+        `invalid config ${path}:\n  agents.${agentName}.target: target ${JSON.stringify(target)} is an ssh target, and kind "${entry.kind}" cannot run on one yet (${SSH_KINDS.join(' and ')} can)`,
+      );
     const check = schema.safeParse(rest);
     if (!check.success) {
       const issues = check.error.issues.map((i) => `agents.${agentName}.${i.path.join('.')}: ${i.message}`);
