@@ -11,7 +11,8 @@ import { minimalCodexConfig } from '../../src/agents/codex/home.ts';
 import { SshTarget } from '../../src/agents/targets/ssh.ts';
 import { loadConfig } from '../../src/faces/hub/config.ts';
 import { codexTestDir, startResponsesMock } from '../codex/support.ts';
-import { reply } from '../mock-models/responses.ts';
+import { reply, stalledReply } from '../mock-models/responses.ts';
+import { Gate } from '../mock-models/server.ts';
 import { bins, REPO_ROOT } from '../support/bins.ts';
 import { git } from '../support/git.ts';
 import { call, connectCaller, followToEnd, isolatedEnv, startHub, writeHubConfig } from '../support/hub.ts';
@@ -353,7 +354,7 @@ test('ssh: the target entry is strict: a relative or missing root, an unknown ke
   );
 });
 
-test("ssh: the real Codex app-server runs a round on the host with the remote user's own Codex home, and continues it", async (t) => {
+test("ssh: the real Codex app-server runs a round on the host with the remote user's own Codex home, continues it and is cancelled", async (t) => {
   const dir = codexTestDir('baton-ssh-codex-');
   t.after(() => rmSync(dir, { recursive: true, force: true, maxRetries: 5 }));
   const work = join(dir, 'work');
@@ -406,4 +407,17 @@ test("ssh: the real Codex app-server runs a round on the host with the remote us
   assert.equal((await call<{ text: string }>(alice, 'agent_result', { taskId: run.taskId })).text, 'second round');
   // The second turn carried the first one: the thread was resumed on the host.
   assert.ok(JSON.stringify(mock.turns.at(-1)!.input).includes('codex ran remotely'));
+
+  // A cancel mid-turn interrupts it and stops the app-server on the host.
+  const gate = new Gate();
+  t.after(() => gate.open());
+  mock.push(stalledReply(gate, 'live!\nxxxxx'));
+  await call(alice, 'agent_continue', { taskId: run.taskId, prompt: 'take your time', idempotencyKey: 'codex-ssh-3' });
+  await mock.waitForTurn(2);
+  const appServers = () =>
+    processesWithEnvironment({ CODEX_HOME: remoteHome }).filter((p) => p.cmdline.includes('app-server'));
+  assert.ok(appServers().length > 0, 'the app-server runs on the host, under the remote Codex home');
+  await call(alice, 'agent_cancel', { taskId: run.taskId });
+  assert.equal((await followToEnd(alice, run.taskId)).state, 'cancelled');
+  assert.deepEqual(appServers(), [], 'the remote app-server is gone');
 });
