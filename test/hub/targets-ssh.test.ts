@@ -27,6 +27,13 @@ async function sshSetup(t: Parameters<typeof tempDir>[0], targetExtra: Record<st
   mkdirSync(join(dir, 'sshd'), { mode: 0o700 });
   const sshd = await startSshd(t, join(dir, 'sshd'));
   const scripted = scriptedAgentSetup(dir);
+  // A test that fails half way leaves nothing of its agents running on the "host".
+  t.after(() => {
+    for (const p of processesWithEnvironment({ ACP_TEST_AGENT_RECORD: scripted.record }))
+      try {
+        process.kill(p.pid, 'SIGKILL');
+      } catch {}
+  });
   git(scripted.work, 'init', '-q', '-b', 'main');
   writeFileSync(join(scripted.work, 'README'), 'hello\n');
   git(scripted.work, 'add', 'README');
