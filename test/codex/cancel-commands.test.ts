@@ -8,7 +8,7 @@ import type { AgentEvent } from '../../src/agents/agent.ts';
 import { createAgent } from '../../src/agents/registry.ts';
 import { silentLogger } from '../../src/lib/log.ts';
 import { ensurePrivateDir } from '../../src/lib/private-fs.ts';
-import { reply, shellCall, stalledReply } from '../mock-models/responses.ts';
+import { functionOutputs, reply, shellCall, stalledReply } from '../mock-models/responses.ts';
 import { Gate } from '../mock-models/server.ts';
 import { bins } from '../support/bins.ts';
 import { until } from '../support/poll.ts';
@@ -88,9 +88,14 @@ test('an acknowledged cancel stops the shell command the turn was running; the s
   const backgroundTurn = (async () => {
     for await (const e of session.turn('start it and wait', { signal: second.signal })) backgroundEvents.push(e);
   })();
-  await mock.waitForTurn(turnsBefore + 1);
-  const [background] = markedSleeps();
-  assert.ok(background, 'the command is still running when the model is called again');
+  const recalled = await mock.waitForTurn(turnsBefore + 1);
+  // Codex called the model again with the command left running; its shell may still be starting (a login shell reads
+  // the user's profile first), so the marked sleep is awaited rather than read once. Should it never run, the
+  // message carries what Codex told the model about the command.
+  const [background] = await until(markedSleeps, {
+    what: `the backgrounded command to be running (Codex reported: ${JSON.stringify([...functionOutputs(recalled).values()])})`,
+    ok: (p) => p.length === 1,
+  });
   second.abort();
   await backgroundTurn;
   assert.deepEqual(backgroundEvents.at(-1), { kind: 'end', outcome: 'cancelled', acknowledged: true });
@@ -112,8 +117,10 @@ test('an acknowledged cancel stops the shell command the turn was running; the s
   for await (const e of session.turn('start it and leave it', { signal: new AbortController().signal }))
     starter.push(e);
   assert.deepEqual(starter.at(-1), { kind: 'end', outcome: 'succeeded' });
-  const [left] = markedSleeps(EARLIER);
-  assert.ok(left, 'the earlier turn left its command running');
+  const [left] = await until(() => markedSleeps(EARLIER), {
+    what: 'the earlier turn to leave its command running',
+    ok: (p) => p.length === 1,
+  });
   const gate2 = new Gate();
   t.after(() => gate2.open());
   const stalledAt = mock.turns.length;
