@@ -42,14 +42,18 @@ export async function ssh(opts: BenchOptions, dir: string, cleanup: Cleanup): Pr
   for (const d of flightDirs) mkdirSync(d, { recursive: true });
   mkdirSync(join(dir, 'sshd'), { mode: 0o700 });
   const sshd = await startSshd(cleanup, join(dir, 'sshd'));
+  // The same host as a host whose login shell reads no rc file for a command (Debian's default .bashrc returns at
+  // once when not interactive): bash skips .bashrc for sshd's commands when SHLVL is already set.
+  mkdirSync(join(dir, 'sshd-quiet'), { mode: 0o700 });
+  const quietSshd = await startSshd(cleanup, join(dir, 'sshd-quiet'), { env: { SHLVL: '1' } });
   const agent = { kind: 'acp', command: SCRIPTED_AGENT_COMMAND };
   const hub = await startHub(
     cleanup,
     {
       dir,
       roots: [git],
-      agents: { here: agent, there: { ...agent, target: 'box' } },
-      targets: { box: sshd.target([git, flight]) },
+      agents: { here: agent, there: { ...agent, target: 'box' }, quiet: { ...agent, target: 'quiet' } },
+      targets: { box: sshd.target([git, flight]), quiet: quietSshd.target([git]) },
       limits: { maxRunning: IN_FLIGHT * 2 },
     },
     { ...hubEnv(), NODE_COMPILE_CACHE: join(homedir(), '.cache', 'baton-node-compile-cache') },
@@ -85,7 +89,7 @@ export async function ssh(opts: BenchOptions, dir: string, cleanup: Cleanup): Pr
   const notes: string[] = [];
   const s = await interleave(
     opts.runs,
-    { here: side('here'), there: side('there'), login: remoteTrue },
+    { here: side('here'), there: side('there'), quiet: side('quiet'), login: remoteTrue },
     { ms: 40_000, notes },
   );
 
@@ -133,10 +137,12 @@ export async function ssh(opts: BenchOptions, dir: string, cleanup: Cleanup): Pr
     series: [
       series('local (secrets fence)', 'ms', s.here!),
       series('ssh to loopback', 'ms', s.there!),
+      series('ssh to loopback, login shell reads no rc', 'ms', s.quiet!),
       series('ssh host true (warm connection)', 'ms', s.login!),
     ],
     checks: [
-      atMost('ssh / local (median)', ratioOfMedians(s.there!, s.here!), 1.5),
+      atMost("ssh / local (median), this host's login shell as it is", ratioOfMedians(s.there!, s.here!), 1.5),
+      atMost('ssh / local (median), a login shell that reads no rc file', ratioOfMedians(s.quiet!, s.here!), 1.5),
       info(
         "ssh / local, the remote login shell's start (ssh host true) taken out",
         (stats(s.there!).median - stats(s.login!).median) / stats(s.here!).median,
