@@ -20,29 +20,29 @@ const AGENTS: Record<string, { pkg: string; files: string[] }> = {
   codex: {
     pkg: '@openai/codex',
     files: [
-      'test/codex/adapter.test.ts',
-      'test/codex/sandbox.test.ts',
-      'test/codex/app-server-client.test.ts',
-      'test/codex/engine-codex.test.ts',
-      'test/codex/cancel-commands.test.ts',
-      'test/provider/codex-appserver.test.ts',
-      'test/attach/attach-codex.test.ts',
+      'test/e2e/codex/adapter.test.ts',
+      'test/e2e/codex/sandbox.test.ts',
+      'test/e2e/codex/app-server-client.test.ts',
+      'test/e2e/codex/engine-codex.test.ts',
+      'test/e2e/codex/cancel-commands.test.ts',
+      'test/e2e/provider/codex-appserver.test.ts',
+      'test/e2e/attach/attach-codex.test.ts',
     ],
   },
   'claude-code': {
     pkg: '@anthropic-ai/claude-code',
-    files: ['test/provider/claude-provider.test.ts', 'test/provider/claude-code-stdio.test.ts'],
+    files: ['test/e2e/provider/claude-provider.test.ts', 'test/e2e/provider/claude-code-stdio.test.ts'],
   },
   'gemini-cli': {
     pkg: '@google/gemini-cli',
-    files: ['test/agents/acp-real.test.ts', 'test/provider/gemini-provider.test.ts'],
+    files: ['test/e2e/agents/acp-real.test.ts', 'test/e2e/provider/gemini-provider.test.ts'],
   },
   opencode: {
     pkg: 'opencode-ai',
     files: [
-      'test/agents/acp-real.test.ts',
-      'test/attach/opencode-user-server.test.ts',
-      'test/hub/targets-real.test.ts',
+      'test/e2e/agents/acp-real.test.ts',
+      'test/e2e/attach/opencode-user-server.test.ts',
+      'test/e2e/hub/targets-real.test.ts',
     ],
   },
 };

@@ -22,7 +22,7 @@
 // build stops the run at once; failed checks are printed as soon as they end, and the run fails at the end whatever
 // the tests did, saying so on its last line.
 //
-//   node scripts/test.ts [--prepare] [--concurrency N] [--timeout MS] [file or glob …]
+//   node scripts/test.ts [--prepare] [--concurrency N] [--timeout MS] [file or glob …] ['!glob' to leave out …]
 import { spawn } from 'node:child_process';
 import { existsSync, globSync, readFileSync, writeFileSync } from 'node:fs';
 import { setPriority, tmpdir } from 'node:os';
@@ -36,21 +36,21 @@ import { prereqProblem } from './prereqs.mjs';
 // Files known to take longest (real agents, Chromium, npm pack), for a first run with no recorded times. A name that
 // no longer exists is ignored; a new slow file simply runs in name order until its time is recorded.
 const SLOW_HINT = [
-  'test/connect/connect-clients.test.ts',
-  'test/provider/codex-legacy.test.ts',
-  'test/browser/browser-provider.test.ts',
-  'test/hub/hub-acp-real.test.ts',
-  'test/attach/opencode-user-server.test.ts',
-  'test/provider/claude-provider.test.ts',
-  'test/hub/ux-dashboard.test.ts',
-  'test/package/pack-install.test.ts',
-  'test/agents/acp-real.test.ts',
-  'test/connect/connect-cli.test.ts',
-  'test/hub/operator-cli.test.ts',
-  'test/provider/codex-job-limits.test.ts',
-  'test/provider/codex-liveness.test.ts',
-  'test/hub/hub-restart-clients.test.ts',
-  'test/hub/user-config.test.ts',
+  'test/e2e/connect/connect-clients.test.ts',
+  'test/e2e/provider/codex-legacy.test.ts',
+  'test/e2e/browser/browser-provider.test.ts',
+  'test/e2e/hub/hub-acp-real.test.ts',
+  'test/e2e/attach/opencode-user-server.test.ts',
+  'test/e2e/provider/claude-provider.test.ts',
+  'test/e2e/hub/ux-dashboard.test.ts',
+  'test/e2e/package/pack-install.test.ts',
+  'test/e2e/agents/acp-real.test.ts',
+  'test/e2e/connect/connect-cli.test.ts',
+  'test/e2e/hub/operator-cli.test.ts',
+  'test/e2e/provider/codex-job-limits.test.ts',
+  'test/e2e/provider/codex-liveness.test.ts',
+  'test/e2e/hub/hub-restart-clients.test.ts',
+  'test/e2e/hub/user-config.test.ts',
 ];
 
 // Run in one process (see above): a file whose header has a line starting `// process-safe:` (MARKER). Only a file that
@@ -123,8 +123,13 @@ async function chain(
 }
 
 const root = process.cwd();
-const patterns = positionals.length > 0 ? positionals : ['test/**/*.test.ts'];
-const files = [...new Set(patterns.flatMap((p) => globSync(p)).map((f) => relative(root, resolve(f))))];
+// A pattern starting with `!` leaves out what it matches (`'!test/e2e/**'`: every suite but the end-to-end ones).
+const excluded = positionals.filter((p) => p.startsWith('!')).map((p) => p.slice(1));
+const included = positionals.filter((p) => !p.startsWith('!'));
+const patterns = included.length > 0 ? included : ['test/**/*.test.ts'];
+const files = [
+  ...new Set(patterns.flatMap((p) => globSync(p, { exclude: excluded })).map((f) => relative(root, resolve(f)))),
+];
 if (files.length === 0) {
   console.error(`no test files match ${patterns.join(' ')}`);
   process.exit(1);

@@ -1,6 +1,6 @@
 // The one redaction module for every output path (rule: no-secrets-out): results, logs, errors, events and the store.
 // Text, error messages, nested values and agent-produced error text all go through redact() here; nothing else redacts,
-// and the credential shapes below are the only list of them (table-tested in test/unit/redact.test.ts).
+// and the credential shapes below are the only list of them (table-tested in test/lib/redact.test.ts).
 import { cutCodePoints, stripTerminalControls } from './chars.ts';
 
 export const REDACTED = '[redacted]';

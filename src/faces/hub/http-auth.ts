@@ -4,7 +4,7 @@
 //
 // The MCP SDK has helpers for the same checks (validateHostHeader, validateOriginHeader, verifyBearerToken). The hub
 // keeps its own: its Host and Origin checks are stricter (the exact port, `http` only, exact case), and the SDK's bearer
-// helper is for OAuth tokens with an expiry and answers with OAuth's error body. test/hub/http-auth-checks.test.ts
+// helper is for OAuth tokens with an expiry and answers with OAuth's error body. test/faces/hub/http-auth-checks.test.ts
 // pins the copy: it sends the same inputs to both and lists every input on which they differ, so an SDK upgrade that
 // changes its checks fails there instead of drifting.
 import { createHash, timingSafeEqual } from 'node:crypto';

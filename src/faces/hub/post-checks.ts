@@ -1,6 +1,6 @@
 // The checks the MCP SDK's Streamable HTTP transport makes of a 2025-era POST, made by the hub itself because it serves
 // 2025-era sessions from its store rather than through that transport (faces/hub/mcp-endpoint.ts). Pinned to the SDK's
-// own transport on the same inputs by test/hub/mcp-post-checks.test.ts.
+// own transport on the same inputs by test/faces/hub/mcp-post-checks.test.ts.
 import type { IncomingHttpHeaders } from 'node:http';
 import {
   isInitializeRequest,
