@@ -2,8 +2,8 @@
 // name, so tests always name the package, never rely on node_modules/.bin.
 //
 // BATON_TEST_AGENTS_DIR (used by `npm run test:latest`) names another node_modules directory: a current agent
-// (Codex, Claude Code, Gemini CLI, OpenCode) installed there is taken from there instead of the pinned copy; the legacy
-// Codex and the MCP servers stay the pinned ones.
+// (Codex, Claude Code, Gemini CLI, OpenCode, DeepSeek Harness) installed there is taken from there instead of the pinned
+// copy; the legacy Codex and the MCP servers stay the pinned ones.
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,8 +28,8 @@ export const bins = {
   gemini: () => agent('@google/gemini-cli', 'bundle/gemini.js'),
   claude: () => agent('@anthropic-ai/claude-code', 'bin/claude.exe'),
   /** DeepSeek Harness's launcher (pinned with its parts; its ACP bridge is @deepseek-ai/dsh-acp). */
-  dsh: () => pkg('@deepseek-ai/dsh', 'lib/bin.js'),
-  dshAcp: () => pkg('@deepseek-ai/dsh-acp', '.'),
+  dsh: () => agent('@deepseek-ai/dsh', 'lib/bin.js'),
+  dshAcp: () => agent('@deepseek-ai/dsh-acp', '.'),
   chromeDevtoolsMcp: () => pkg('chrome-devtools-mcp', 'build/src/bin/chrome-devtools-mcp.js'),
 };
 
