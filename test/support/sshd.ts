@@ -28,6 +28,11 @@ export interface Sshd {
   sessions(): number[];
   /** SIGKILLs every sshd process serving a connection (not the processes they started): the connections drop. */
   dropConnections(): void;
+  /**
+   * SIGSTOPs every sshd process serving a connection: the TCP connections stay open and the kernel still acknowledges
+   * them, but nothing answers, as when a network path goes silent. Returns their pids, for the caller to SIGKILL.
+   */
+  freezeConnections(): number[];
 }
 
 const keygen = (file: string) =>
@@ -130,6 +135,14 @@ export async function startSshd(
         try {
           process.kill(pid, 'SIGKILL');
         } catch {}
+    },
+    freezeConnections: () => {
+      const pids = sshdDescendants(listener);
+      for (const pid of pids)
+        try {
+          process.kill(pid, 'SIGSTOP');
+        } catch {}
+      return pids;
     },
   };
 }

@@ -254,6 +254,35 @@ test('ssh: the connection killed mid-round ends the round interrupted, naming th
   );
 });
 
+test('ssh: a connection that goes silent mid-round ends the round interrupted through the keepalive, not a hang', async (t) => {
+  const s = await sshSetup(t);
+  const hub = await startHub(t, s.setup);
+  const alice = await connectCaller(t, hub, 'alice');
+  const run = await call<{ taskId: string }>(alice, 'agent_run', {
+    prompt: acpScript([{ stall: true }]),
+    cwd: s.work,
+    idempotencyKey: 'silent-1',
+  });
+  await until(() => records(s.record).find((r) => r.event === 'stalling'), { what: 'the remote agent to stall' });
+  // Nothing answers on the connection any more, yet it is never closed: only the client's keepalive (every 5 s, given
+  // up after 3 unanswered) can tell. The frozen sshd processes are killed before anything else stops.
+  const frozen = s.sshd.freezeConnections();
+  try {
+    const end = await followToEnd(alice, run.taskId);
+    assert.equal(end.state, 'interrupted', JSON.stringify(end.last));
+    const status = await call<{ error: string }>(alice, 'agent_status', { taskId: run.taskId });
+    assert.match(
+      status.error,
+      /the SSH connection to target "box" \([^)]*127\.0\.0\.1[^)]*\) was lost during this round: \S/,
+    );
+  } finally {
+    for (const pid of frozen)
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
+  }
+});
+
 test('ssh: arguments and variables with shell metacharacters reach the remote process intact', async (t) => {
   const s = await sshSetup(t);
   const target = new SshTarget('box', s.setup.targets.box as never, { stateDir: join(s.dir, 'st') });
