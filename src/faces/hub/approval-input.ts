@@ -63,13 +63,7 @@ export function applyApprovalAnswers(
 ): void {
   if (!responses) return;
   for (const taskId of taskIds) {
-    let waiting: WaitingView | undefined;
-    try {
-      waiting = engine.waitingFor(caller, taskId);
-    } catch (err) {
-      if (err instanceof EngineError) continue;
-      throw err;
-    }
+    const waiting = waitingOf(engine, caller, taskId);
     if (!waiting || !Object.hasOwn(responses, waiting.requestId)) continue;
     const decision = decisionOf(responses[waiting.requestId]);
     if (!decision) continue;
@@ -79,6 +73,16 @@ export function applyApprovalAnswers(
       // Answered meanwhile by someone else, or a decision not offered: the request is as it was.
       if (!(err instanceof BatonError)) throw err;
     }
+  }
+}
+
+/** The request `taskId` waits on, if any; a task the caller may not see (or that is gone) waits on nothing. */
+function waitingOf(engine: Engine, caller: string, taskId: string): WaitingView | undefined {
+  try {
+    return engine.waitingFor(caller, taskId);
+  } catch (err) {
+    if (err instanceof EngineError) return undefined;
+    throw err;
   }
 }
 
@@ -104,13 +108,7 @@ export function approvalInputRequests(
 ): Record<string, ApprovalElicitation> | undefined {
   const out: Record<string, ApprovalElicitation> = {};
   for (const taskId of taskIds) {
-    let waiting: WaitingView | undefined;
-    try {
-      waiting = engine.waitingFor(caller, taskId);
-    } catch (err) {
-      if (err instanceof EngineError) continue;
-      throw err;
-    }
+    const waiting = waitingOf(engine, caller, taskId);
     if (waiting && !(answered && Object.hasOwn(answered, waiting.requestId)))
       out[waiting.requestId] = approvalElicitation(taskId, waiting);
   }
