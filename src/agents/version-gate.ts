@@ -9,21 +9,28 @@ import { checkTestedVersion, type TestedAgent } from './tested-versions.ts';
 const VERSION_TIMEOUT_MS = 15_000;
 const VERSION_OUTPUT_MAX_CHARS = 4 * 1024;
 
+export interface VersionGateOptions {
+  argv: () => readonly string[];
+  env: () => NodeJS.ProcessEnv;
+  logger?: Logger;
+  /** Runs the `--version` command elsewhere (an agent on another machine); default: here, with `env`. */
+  ask?: (argv: readonly string[]) => Promise<{ code: number | null; stdout: string }>;
+}
+
 export class VersionGate {
   private passed = false;
   private readonly agent: TestedAgent;
   private readonly argv: () => readonly string[];
   private readonly env: () => NodeJS.ProcessEnv;
   private readonly logger: Logger | undefined;
+  private readonly ask: VersionGateOptions['ask'];
 
-  constructor(
-    agent: TestedAgent,
-    opts: { argv: () => readonly string[]; env: () => NodeJS.ProcessEnv; logger?: Logger },
-  ) {
+  constructor(agent: TestedAgent, opts: VersionGateOptions) {
     this.agent = agent;
     this.argv = opts.argv;
     this.env = opts.env;
     this.logger = opts.logger;
+    this.ask = opts.ask;
   }
 
   /**
@@ -32,12 +39,18 @@ export class VersionGate {
    */
   async refusal(): Promise<string | undefined> {
     if (this.passed) return undefined;
-    const out = await captureCommand([...this.argv(), '--version'], {
-      env: this.env(),
-      timeoutMs: VERSION_TIMEOUT_MS,
-      maxChars: VERSION_OUTPUT_MAX_CHARS,
-    });
-    const verdict = checkTestedVersion(this.agent, out.code === 0 ? out.stdout : undefined);
+    const argv = [...this.argv(), '--version'];
+    const out = this.ask
+      ? await this.ask(argv).catch(() => undefined)
+      : await captureCommand(argv, {
+          env: this.env(),
+          timeoutMs: VERSION_TIMEOUT_MS,
+          maxChars: VERSION_OUTPUT_MAX_CHARS,
+        });
+    const verdict = checkTestedVersion(
+      this.agent,
+      out?.code === 0 ? out.stdout.slice(0, VERSION_OUTPUT_MAX_CHARS) : undefined,
+    );
     if (verdict.outcome === 'refused') return verdict.message;
     if (verdict.outcome === 'untested') this.logger?.warn(verdict.message);
     this.passed = true;

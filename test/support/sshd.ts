@@ -79,7 +79,14 @@ export async function startSshd(
       'MaxSessions 64',
       'MaxStartups 64',
       'LogLevel ERROR',
-      ...Object.entries(opts.env ?? {}).map(([k, v]) => `SetEnv ${k}=${v}`),
+      // One SetEnv line: sshd takes the first line of a keyword only.
+      ...(opts.env
+        ? [
+            `SetEnv ${Object.entries(opts.env)
+              .map(([k, v]) => JSON.stringify(`${k}=${v}`))
+              .join(' ')}`,
+          ]
+        : []),
       '',
     ].join('\n'),
   );

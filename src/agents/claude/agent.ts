@@ -79,7 +79,24 @@ export class ClaudeAgent implements Agent {
       argv: () => [this.command],
       env: () => this.childEnv(),
       logger: opts.logger,
+      ...(opts.target?.remote ? { ask: (argv) => this.runThere(argv) } : {}),
     });
+  }
+
+  /**
+   * The user's credentials mirrored into the private config dir for one run, written back when rotated. On another
+   * machine there is nothing to mirror: the remote user's own login and config dir apply (never sent from here).
+   */
+  beginRun(): (() => void) | undefined {
+    if (this.opts.target?.remote) return undefined;
+    const mirror = this.home.beginRun();
+    return () => this.home.endRun(mirror);
+  }
+
+  /** A short command on the agent's other machine, in its login environment (the probe and the version check). */
+  private async runThere(argv: readonly string[]): Promise<{ code: number | null; stdout: string }> {
+    const r = await this.opts.target!.remote!.exec('"$@"', argv, { timeoutMs: 15_000 });
+    return { code: r.code, stdout: r.stdout.toString('utf8') };
   }
 
   get command(): string {
@@ -103,6 +120,7 @@ export class ClaudeAgent implements Agent {
 
   async probe(): Promise<AgentProbe> {
     const base: AgentProbe = { name: this.name, kind: this.kind, available: false, binary: this.command };
+    if (this.opts.target?.remote) return this.probeThere(base);
     const env = this.childEnv();
     const version = await captureCommand([this.command, '--version'], { env, timeoutMs: 15_000 });
     if (version.error || version.code !== 0) {
@@ -113,25 +131,26 @@ export class ClaudeAgent implements Agent {
           : `"${this.command} --version" exited with code ${version.code}`,
       };
     }
-    const parsed = findVersion(version.stdout);
-    const snapshot = this.home.beginRun();
+    const endRun = this.beginRun();
     const auth = await captureCommand([this.command, 'auth', 'status', '--json'], { env, timeoutMs: 15_000 });
-    this.home.endRun(snapshot);
-    let login: AgentProbe['login'] = 'unknown';
+    endRun?.();
+    return probed(base, version.stdout, auth.stdout);
+  }
+
+  /** The probe on the agent's other machine: its binary on the remote PATH, its version and the remote user's login. */
+  private async probeThere(base: AgentProbe): Promise<AgentProbe> {
+    const where = `on target "${this.opts.target!.name}"`;
+    let version: { code: number | null; stdout: string };
     try {
-      const status = JSON.parse(auth.stdout) as { loggedIn?: unknown };
-      if (typeof status.loggedIn === 'boolean') login = status.loggedIn ? 'ok' : 'missing';
-    } catch {}
-    return {
-      ...base,
-      available: true,
-      version: parsed ?? version.stdout.trim().slice(0, 64),
-      login,
-      detail:
-        login === 'missing'
-          ? 'Claude Code is not logged in: run `claude` once and log in (or set ANTHROPIC_API_KEY)'
-          : undefined,
-    };
+      version = await this.runThere([this.command, '--version']);
+    } catch (err) {
+      return { ...base, detail: (err as Error).message };
+    }
+    if (version.code === 127) return { ...base, detail: `"${this.command}" was not found ${where}` };
+    if (version.code !== 0)
+      return { ...base, detail: `"${this.command} --version" exited with code ${version.code} ${where}` };
+    const auth = await this.runThere([this.command, 'auth', 'status', '--json']).catch(() => ({ stdout: '' }));
+    return probed(base, version.stdout, auth.stdout);
   }
 
   async openSession(opts: OpenSessionOptions): Promise<AgentSession> {
@@ -143,7 +162,7 @@ export class ClaudeAgent implements Agent {
     const refused = await this.versionGate.refusal();
     if (refused) return { ok: false, error: refused };
     let result: ClaudeResult | undefined;
-    const snapshot = this.home.beginRun();
+    const endRun = this.beginRun();
     const run = runCli({
       command: this.command,
       args: claudeArgs({
@@ -167,7 +186,7 @@ export class ClaudeAgent implements Agent {
       stopGraceMs: this.opts.stopGraceMs,
     });
     const outcome = await run.done;
-    this.home.endRun(snapshot);
+    endRun?.();
     if (outcome.aborted) return { ok: false, cancelled: true, error: 'the Claude run was cancelled' };
     const failure = runFailure(this.command, outcome, result);
     if (failure) return { ok: false, error: failure };
@@ -215,7 +234,7 @@ class ClaudeSession implements AgentSession {
     this.running.add(stop);
     const queue = new EventQueue<AgentEvent>();
     const mapper = new ClaudeStreamMapper();
-    const snapshot = this.agent.home.beginRun();
+    const endRun = this.agent.beginRun();
     const run = runCli({
       command: this.agent.command,
       args: claudeArgs({
@@ -243,7 +262,7 @@ class ClaudeSession implements AgentSession {
       stopGraceMs: this.agentOpts.stopGraceMs,
     });
     const finished = run.done.then((outcome) => {
-      this.agent.home.endRun(snapshot);
+      endRun?.();
       queue.push(...mapper.closeOpenTools());
       if (outcome.aborted) {
         queue.push({ kind: 'end', outcome: 'cancelled', acknowledged: outcome.acknowledged });
@@ -276,6 +295,25 @@ class ClaudeSession implements AgentSession {
     for (const stop of this.running) stop.abort();
     await Promise.all([...this.finished]);
   }
+}
+
+/** A probe of a binary that answered `--version`: its version and what `auth status --json` says of the login. */
+function probed(base: AgentProbe, versionOut: string, authOut: string): AgentProbe {
+  let login: AgentProbe['login'] = 'unknown';
+  try {
+    const status = JSON.parse(authOut) as { loggedIn?: unknown };
+    if (typeof status.loggedIn === 'boolean') login = status.loggedIn ? 'ok' : 'missing';
+  } catch {}
+  return {
+    ...base,
+    available: true,
+    version: findVersion(versionOut) ?? versionOut.trim().slice(0, 64),
+    login,
+    detail:
+      login === 'missing'
+        ? 'Claude Code is not logged in: run `claude` once and log in (or set ANTHROPIC_API_KEY)'
+        : undefined,
+  };
 }
 
 /** Why a finished run failed, in redacted, control-free words; undefined when it succeeded. */

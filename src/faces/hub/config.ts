@@ -119,7 +119,7 @@ export type HubConfig = z.infer<typeof configSchema> & {
 };
 
 /** The agent kinds that can run on an ssh target. */
-const SSH_KINDS: readonly string[] = ['acp', 'codex'];
+const SSH_KINDS: readonly string[] = ['acp', 'codex', 'claude'];
 
 /** The target an agent entry names (`local` when it names none). */
 export function agentTarget(entry: Record<string, unknown>): string {
@@ -228,7 +228,7 @@ export function loadConfig(where: string | ConfigLocation): HubConfig {
     const onSsh = typeof target === 'string' && cfg.targets[target]?.kind === 'ssh';
     if (onSsh && !SSH_KINDS.includes(entry.kind))
       throw new ConfigError(
-        `invalid config ${path}:\n  agents.${agentName}.target: target ${JSON.stringify(target)} is an ssh target, and kind "${entry.kind}" cannot run on one yet (${SSH_KINDS.join(' and ')} can)`,
+        `invalid config ${path}:\n  agents.${agentName}.target: target ${JSON.stringify(target)} is an ssh target, and kind "${entry.kind}" cannot run on one yet (${SSH_KINDS.join(', ')} can)`,
       );
     const check = schema.safeParse(rest);
     if (!check.success) {

@@ -10,9 +10,10 @@ import { promisify } from 'node:util';
 import { minimalCodexConfig } from '../../../src/agents/codex/home.ts';
 import { SshTarget } from '../../../src/agents/targets/ssh.ts';
 import { loadConfig } from '../../../src/faces/hub/config.ts';
+import { AnthropicMock } from '../../mock-models/anthropic.ts';
 import { reply, stalledReply } from '../../mock-models/responses.ts';
 import { Gate } from '../../mock-models/server.ts';
-import { bins, REPO_ROOT } from '../../support/bins.ts';
+import { bins, binVersions, REPO_ROOT } from '../../support/bins.ts';
 import { codexTestDir, startResponsesMock } from '../../support/codex.ts';
 import { git } from '../../support/git.ts';
 import { call, connectCaller, followToEnd, isolatedEnv, startHub, writeHubConfig } from '../../support/hub.ts';
@@ -380,13 +381,13 @@ test('ssh: the target entry is strict: a relative or missing root, an unknown ke
     () =>
       loadConfig(
         writeHubConfig({
-          dir: join(dir, 'claude'),
+          dir: join(dir, 'opencode'),
           roots: [work],
-          agents: { remote: { kind: 'claude', target: 'box' } },
+          agents: { remote: { kind: 'opencode', target: 'box' } },
           targets: { box },
         }),
       ),
-    /agents\.remote\.target: target "box" is an ssh target, and kind "claude" cannot run on one yet \(acp and codex can\)/,
+    /agents\.remote\.target: target "box" is an ssh target, and kind "opencode" cannot run on one yet \(acp, codex, claude can\)/,
   );
 });
 
@@ -456,4 +457,79 @@ test("ssh: the real Codex app-server runs a round on the host with the remote us
   await call(alice, 'agent_cancel', { taskId: run.taskId });
   assert.equal((await followToEnd(alice, run.taskId)).state, 'cancelled');
   assert.deepEqual(appServers(), [], 'the remote app-server is gone');
+});
+
+test("ssh: the real Claude Code runs a round on the host with the remote user's own login and config dir, resumes its session there and is cancelled", async (t) => {
+  const dir = tempDir(t, 'baton-ssh-claude-');
+  const work = join(dir, 'work');
+  const remoteConfig = join(dir, 'remote-claude-config');
+  mkdirSync(work);
+  mkdirSync(remoteConfig, { mode: 0o700 });
+  mkdirSync(join(dir, 'sshd'), { mode: 0o700 });
+  const anthropic = await AnthropicMock.start();
+  t.after(() => anthropic.close());
+  // The remote user's own login: the session's environment names the model server, a key and a config dir of that
+  // user's. The hub has none of it, so only a Claude started on the host can answer.
+  const sshd = await startSshd(t, join(dir, 'sshd'), {
+    env: {
+      CLAUDE_CONFIG_DIR: remoteConfig,
+      ANTHROPIC_BASE_URL: anthropic.origin,
+      ANTHROPIC_API_KEY: 'remote-user-key',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_TELEMETRY: '1',
+      DISABLE_ERROR_REPORTING: '1',
+    },
+  });
+  const hub = await startHub(t, {
+    dir,
+    roots: [],
+    agents: { claude: { kind: 'claude', command: bins.claude(), target: 'box' } },
+    targets: { box: sshd.target([work]) },
+  });
+  const alice = await connectCaller(t, hub, 'alice');
+  const agents = await call<{ agents: Array<{ fence: string; available: boolean; version?: string }> }>(
+    alice,
+    'agent_agents',
+    {},
+  );
+  assert.equal(agents.agents[0]?.fence, 'remote');
+  assert.equal(agents.agents[0]?.available, true, JSON.stringify(agents));
+  assert.equal(agents.agents[0]?.version, binVersions.claude(), 'probed on the host');
+
+  anthropic.push({ kind: 'text', text: 'claude ran remotely' });
+  const run = await call<{ taskId: string; target: string }>(alice, 'agent_run', {
+    prompt: 'say something',
+    cwd: work,
+    idempotencyKey: 'claude-ssh-1',
+  });
+  assert.equal(run.target, 'box');
+  const end = await followToEnd(alice, run.taskId);
+  assert.equal(end.state, 'succeeded', JSON.stringify(end.last));
+  assert.equal(
+    (await call<{ text: string }>(alice, 'agent_result', { taskId: run.taskId })).text,
+    'claude ran remotely',
+  );
+  assert.equal(anthropic.server.requests.at(-1)?.headers['x-api-key'], 'remote-user-key');
+  // Its session lives in the remote user's config dir, which the continue resumes.
+  assert.ok(existsSync(join(remoteConfig, 'projects')), 'the session was stored in the remote config dir');
+  anthropic.push({ kind: 'text', text: 'second round' });
+  await call(alice, 'agent_continue', { taskId: run.taskId, prompt: 'and again', idempotencyKey: 'claude-ssh-2' });
+  assert.equal((await followToEnd(alice, run.taskId)).state, 'succeeded');
+  assert.equal((await call<{ text: string }>(alice, 'agent_result', { taskId: run.taskId })).text, 'second round');
+  assert.ok(JSON.stringify(anthropic.messageRequests.at(-1)!.messages).includes('claude ran remotely'));
+
+  // A cancel mid-turn stops Claude on the host.
+  const gate = new Gate();
+  t.after(() => gate.open());
+  const before = anthropic.messageRequests.length;
+  anthropic.push({ kind: 'stall', gate, text: 'thinking' });
+  await call(alice, 'agent_continue', { taskId: run.taskId, prompt: 'take your time', idempotencyKey: 'claude-ssh-3' });
+  await until(() => anthropic.messageRequests.length > before, { what: 'Claude to call the model' });
+  // Every session on the host has the remote config dir (the remote shell baton keeps open too): Claude's are its own.
+  const claudes = () =>
+    processesWithEnvironment({ CLAUDE_CONFIG_DIR: remoteConfig }).filter((p) => p.cmdline.includes('claude'));
+  assert.ok(claudes().length > 0, 'Claude runs on the host, under the remote config dir');
+  await call(alice, 'agent_cancel', { taskId: run.taskId });
+  assert.equal((await followToEnd(alice, run.taskId)).state, 'cancelled');
+  await until(claudes, { what: 'Claude on the host to be gone', ok: (p) => p.length === 0 });
 });
