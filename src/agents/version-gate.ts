@@ -21,16 +21,17 @@ export class VersionGate {
   private passed = false;
   private readonly agent: TestedAgent;
   private readonly argv: () => readonly string[];
-  private readonly env: () => NodeJS.ProcessEnv;
   private readonly logger: Logger | undefined;
-  private readonly ask: VersionGateOptions['ask'];
+  private readonly ask: NonNullable<VersionGateOptions['ask']>;
 
   constructor(agent: TestedAgent, opts: VersionGateOptions) {
     this.agent = agent;
     this.argv = opts.argv;
-    this.env = opts.env;
     this.logger = opts.logger;
-    this.ask = opts.ask;
+    this.ask =
+      opts.ask ??
+      ((argv) =>
+        captureCommand(argv, { env: opts.env(), timeoutMs: VERSION_TIMEOUT_MS, maxChars: VERSION_OUTPUT_MAX_CHARS }));
   }
 
   /**
@@ -39,14 +40,7 @@ export class VersionGate {
    */
   async refusal(): Promise<string | undefined> {
     if (this.passed) return undefined;
-    const argv = [...this.argv(), '--version'];
-    const out = this.ask
-      ? await this.ask(argv).catch(() => undefined)
-      : await captureCommand(argv, {
-          env: this.env(),
-          timeoutMs: VERSION_TIMEOUT_MS,
-          maxChars: VERSION_OUTPUT_MAX_CHARS,
-        });
+    const out = await this.ask([...this.argv(), '--version']).catch(() => undefined);
     const verdict = checkTestedVersion(
       this.agent,
       out?.code === 0 ? out.stdout.slice(0, VERSION_OUTPUT_MAX_CHARS) : undefined,

@@ -50,6 +50,28 @@ async function sshSetup(t: Parameters<typeof tempDir>[0], targetExtra: Record<st
   return { dir, sshd, setup, worktrees, ...scripted };
 }
 
+/**
+ * One round on the ssh target that must succeed: an agent_run (given a cwd) or an agent_continue (given a taskId),
+ * followed to its end; the task id and the answer.
+ */
+async function roundOnBox(
+  client: Parameters<typeof call>[0],
+  args: { prompt: string; idempotencyKey: string } & ({ cwd: string } | { taskId: string }),
+): Promise<{ taskId: string; text: string }> {
+  let taskId: string;
+  if ('taskId' in args) {
+    taskId = args.taskId;
+    await call(client, 'agent_continue', args);
+  } else {
+    const run = await call<{ taskId: string; target: string }>(client, 'agent_run', args);
+    assert.equal(run.target, 'box');
+    taskId = run.taskId;
+  }
+  const end = await followToEnd(client, taskId);
+  assert.equal(end.state, 'succeeded', JSON.stringify(end.last));
+  return { taskId, text: (await call<{ text: string }>(client, 'agent_result', { taskId })).text };
+}
+
 const records = (file: string) =>
   existsSync(file)
     ? readFileSync(file, 'utf8')
@@ -424,24 +446,13 @@ test("ssh: the real Codex app-server runs a round on the host with the remote us
   assert.equal(agents.agents[0]?.fence, 'remote');
   assert.equal(agents.agents[0]?.available, true, JSON.stringify(agents));
   mock.push(reply('codex ran remotely'));
-  const run = await call<{ taskId: string; target: string }>(alice, 'agent_run', {
-    prompt: 'say something',
-    cwd: work,
-    idempotencyKey: 'codex-ssh-1',
-  });
-  assert.equal(run.target, 'box');
-  const end = await followToEnd(alice, run.taskId);
-  assert.equal(end.state, 'succeeded', JSON.stringify(end.last));
-  assert.equal(
-    (await call<{ text: string }>(alice, 'agent_result', { taskId: run.taskId })).text,
-    'codex ran remotely',
-  );
+  const run = await roundOnBox(alice, { prompt: 'say something', cwd: work, idempotencyKey: 'codex-ssh-1' });
+  assert.equal(run.text, 'codex ran remotely');
   // Its thread lives in the remote user's Codex home, not in baton's private home for the agent.
   assert.ok(readdirSync(join(remoteHome, 'sessions')).length > 0, 'the thread was stored in the remote home');
   mock.push(reply('second round'));
-  await call(alice, 'agent_continue', { taskId: run.taskId, prompt: 'and again', idempotencyKey: 'codex-ssh-2' });
-  assert.equal((await followToEnd(alice, run.taskId)).state, 'succeeded');
-  assert.equal((await call<{ text: string }>(alice, 'agent_result', { taskId: run.taskId })).text, 'second round');
+  const second = await roundOnBox(alice, { taskId: run.taskId, prompt: 'and again', idempotencyKey: 'codex-ssh-2' });
+  assert.equal(second.text, 'second round');
   // The second turn carried the first one: the thread was resumed on the host.
   assert.ok(JSON.stringify(mock.turns.at(-1)!.input).includes('codex ran remotely'));
 
@@ -497,25 +508,14 @@ test("ssh: the real Claude Code runs a round on the host with the remote user's 
   assert.equal(agents.agents[0]?.version, binVersions.claude(), 'probed on the host');
 
   anthropic.push({ kind: 'text', text: 'claude ran remotely' });
-  const run = await call<{ taskId: string; target: string }>(alice, 'agent_run', {
-    prompt: 'say something',
-    cwd: work,
-    idempotencyKey: 'claude-ssh-1',
-  });
-  assert.equal(run.target, 'box');
-  const end = await followToEnd(alice, run.taskId);
-  assert.equal(end.state, 'succeeded', JSON.stringify(end.last));
-  assert.equal(
-    (await call<{ text: string }>(alice, 'agent_result', { taskId: run.taskId })).text,
-    'claude ran remotely',
-  );
+  const run = await roundOnBox(alice, { prompt: 'say something', cwd: work, idempotencyKey: 'claude-ssh-1' });
+  assert.equal(run.text, 'claude ran remotely');
   assert.equal(anthropic.server.requests.at(-1)?.headers['x-api-key'], 'remote-user-key');
   // Its session lives in the remote user's config dir, which the continue resumes.
   assert.ok(existsSync(join(remoteConfig, 'projects')), 'the session was stored in the remote config dir');
   anthropic.push({ kind: 'text', text: 'second round' });
-  await call(alice, 'agent_continue', { taskId: run.taskId, prompt: 'and again', idempotencyKey: 'claude-ssh-2' });
-  assert.equal((await followToEnd(alice, run.taskId)).state, 'succeeded');
-  assert.equal((await call<{ text: string }>(alice, 'agent_result', { taskId: run.taskId })).text, 'second round');
+  const second = await roundOnBox(alice, { taskId: run.taskId, prompt: 'and again', idempotencyKey: 'claude-ssh-2' });
+  assert.equal(second.text, 'second round');
   assert.ok(JSON.stringify(anthropic.messageRequests.at(-1)!.messages).includes('claude ran remotely'));
 
   // A cancel mid-turn stops Claude on the host.
