@@ -126,3 +126,25 @@ export class NotificationLog {
     });
   }
 }
+
+/**
+ * The hub config entry of a `codex` agent on the real current Codex against `mock`, with `userCodexHome` as the
+ * user's own Codex home. Its cancel grace outlasts a loaded machine (the grace bounds Codex's answer to an interrupt,
+ * milliseconds when idle; tests that assert an acknowledged cancel never wait it out).
+ */
+export function mockCodexAgentEntry(mock: ResponsesMock, userCodexHome: string) {
+  return {
+    kind: 'codex',
+    command: [process.execPath, bins.codex()],
+    model: 'mock-model',
+    modelProvider: {
+      id: 'mock',
+      baseUrl: mock.baseUrl,
+      requiresOpenaiAuth: false,
+      requestMaxRetries: 0,
+      streamMaxRetries: 0,
+    },
+    userCodexHome,
+    cancelGraceMs: 30_000,
+  };
+}

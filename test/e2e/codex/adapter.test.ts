@@ -20,8 +20,8 @@ import {
   userTexts,
 } from '../../mock-models/responses.ts';
 import { Gate } from '../../mock-models/server.ts';
-import { bins, binVersions } from '../../support/bins.ts';
-import { codexTestDir, startResponsesMock } from '../../support/codex.ts';
+import { binVersions } from '../../support/bins.ts';
+import { codexTestDir, mockCodexAgentEntry, startResponsesMock } from '../../support/codex.ts';
 import { tempDir } from '../../support/tmp.ts';
 
 const PLANTED_KEY = 'sk-planted-secret-0123456789abcdef';
@@ -55,22 +55,8 @@ describe('codex agent', () => {
     );
     const agent = createAgent(
       'codex',
-      {
-        kind: 'codex',
-        command: [process.execPath, bins.codex()],
-        model: 'mock-model',
-        modelProvider: {
-          id: 'mock',
-          baseUrl: mock.baseUrl,
-          requiresOpenaiAuth: false,
-          requestMaxRetries: 0,
-          streamMaxRetries: 0,
-        },
-        userCodexHome: userHome,
-        // The test asserts the cancel is acknowledged: the grace bounds Codex's answer (milliseconds when idle), so it
-        // must outlast a loaded machine; no step waits it out.
-        cancelGraceMs: 30_000,
-      },
+      // The test asserts the cancel is acknowledged: the entry's grace outlasts a loaded machine.
+      mockCodexAgentEntry(mock, userHome),
       { stateDir, logger: silentLogger },
     );
     assert.equal(agent.kind, 'codex');

@@ -10,8 +10,7 @@ import { silentLogger } from '../../../src/lib/log.ts';
 import { ensurePrivateDir } from '../../../src/lib/private-fs.ts';
 import { functionOutputs, reply, shellCall, stalledReply } from '../../mock-models/responses.ts';
 import { Gate } from '../../mock-models/server.ts';
-import { bins } from '../../support/bins.ts';
-import { codexTestDir, startResponsesMock } from '../../support/codex.ts';
+import { codexTestDir, mockCodexAgentEntry, startResponsesMock } from '../../support/codex.ts';
 import { until } from '../../support/poll.ts';
 
 /** A duration no other process sleeps for: the command is found by its argv on the host, whatever pid namespace it is in. */
@@ -34,24 +33,10 @@ test('an acknowledged cancel stops the shell command the turn was running; the s
   const root = codexTestDir('baton-codex-cancel-cmd-');
   const stateDir = ensurePrivateDir(join(root, 'state'));
   const cwd = ensurePrivateDir(join(root, 'work'));
-  const agent = createAgent(
-    'codex',
-    {
-      kind: 'codex',
-      command: [process.execPath, bins.codex()],
-      model: 'mock-model',
-      modelProvider: {
-        id: 'mock',
-        baseUrl: mock.baseUrl,
-        requiresOpenaiAuth: false,
-        requestMaxRetries: 0,
-        streamMaxRetries: 0,
-      },
-      userCodexHome: ensurePrivateDir(join(root, 'user-codex')),
-      cancelGraceMs: 30_000,
-    },
-    { stateDir, logger: silentLogger },
-  );
+  const agent = createAgent('codex', mockCodexAgentEntry(mock, ensurePrivateDir(join(root, 'user-codex'))), {
+    stateDir,
+    logger: silentLogger,
+  });
   const session = await agent.openSession({ cwd, sandbox: 'workspace-write', signal: new AbortController().signal });
   t.after(async () => {
     await session.close();

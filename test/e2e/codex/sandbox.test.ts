@@ -13,8 +13,7 @@ import { codexSandboxHelperProblem } from '../../../src/codex/sandbox-helper.ts'
 import { silentLogger } from '../../../src/lib/log.ts';
 import { ensurePrivateDir } from '../../../src/lib/private-fs.ts';
 import { shellCall } from '../../mock-models/responses.ts';
-import { bins } from '../../support/bins.ts';
-import { codexTestDir, startResponsesMock } from '../../support/codex.ts';
+import { codexTestDir, mockCodexAgentEntry, startResponsesMock } from '../../support/codex.ts';
 import { until } from '../../support/poll.ts';
 
 /** The bubblewrap Codex finds first on PATH, resolved; undefined when there is none. */
@@ -66,24 +65,10 @@ test('a command runs under the system bubblewrap when PATH has one, else Codexâ€
   const mock = await startResponsesMock(t);
   const root = codexTestDir('baton-codex-sandbox-');
   const pgids: number[] = [];
-  const agent = createAgent(
-    'codex',
-    {
-      kind: 'codex',
-      command: [process.execPath, bins.codex()],
-      model: 'mock-model',
-      modelProvider: {
-        id: 'mock',
-        baseUrl: mock.baseUrl,
-        requiresOpenaiAuth: false,
-        requestMaxRetries: 0,
-        streamMaxRetries: 0,
-      },
-      userCodexHome: ensurePrivateDir(join(root, 'user-codex')),
-      cancelGraceMs: 30_000,
-    },
-    { stateDir: ensurePrivateDir(join(root, 'state')), logger: silentLogger },
-  );
+  const agent = createAgent('codex', mockCodexAgentEntry(mock, ensurePrivateDir(join(root, 'user-codex'))), {
+    stateDir: ensurePrivateDir(join(root, 'state')),
+    logger: silentLogger,
+  });
   const session = await agent.openSession({
     cwd: ensurePrivateDir(join(root, 'work')),
     sandbox: 'workspace-write',
