@@ -4,6 +4,7 @@
 // secrets-fence).
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
 import { isWithin } from '../../lib/paths.ts';
 
 const BWRAP_PLACES = ['/usr/bin/bwrap', '/bin/bwrap', '/usr/local/bin/bwrap'];
@@ -117,7 +118,24 @@ export interface FenceLayout {
   readOnlyHost: boolean;
   /** An empty private /tmp. */
   privateTmp: boolean;
+  /** Dirs under /tmp shown read-only in the private /tmp (where the agent's program is installed). */
+  tmpInstalls?: readonly string[];
   cwd: string;
+}
+
+/**
+ * The dirs directly under /tmp that hold the agent's program: its command when a path, and each PATH entry (where a
+ * bare command, its interpreter and their libraries are found). A private /tmp would otherwise hide an agent
+ * installed under /tmp, which then could not start.
+ */
+export function tmpInstalls(command: string, path: string | undefined): string[] {
+  const out = new Set<string>();
+  for (const p of [...(isAbsolute(command) ? [command] : []), ...(path ?? '').split(':')]) {
+    if (!isAbsolute(p) || !isWithin('/tmp', p)) continue;
+    const top = p.split('/').slice(0, 3).join('/');
+    if (top !== '/tmp') out.add(top);
+  }
+  return [...out];
 }
 
 /**
@@ -133,7 +151,11 @@ export function bwrapArgs(layout: FenceLayout): string[] {
   const byDepth = (a: string, b: string) => a.split('/').length - b.split('/').length || a.localeCompare(b);
   // A dir that does not exist has nothing to hide (and a mount point made for it would be made on the host).
   const hidden = [...new Set(layout.hidden)].filter((d) => existsSync(d)).sort(byDepth);
-  if (layout.privateTmp) hidden.unshift('/tmp');
+  if (layout.privateTmp) {
+    // The private /tmp first, then the installs shown in it, then baton's dirs (which may lie inside those).
+    args.push('--tmpfs', '/tmp');
+    for (const dir of layout.tmpInstalls ?? []) args.push('--ro-bind-try', dir, dir);
+  }
   for (const dir of hidden) args.push('--tmpfs', dir);
   // A writable path is bound when the host is read-only, or when it lies inside a hidden dir (else it is there already).
   const writable = [...new Set(layout.writable)]

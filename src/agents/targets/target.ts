@@ -16,7 +16,7 @@ import {
 } from '../../lib/process-group.ts';
 import { LOCAL_TARGET_NAME, type TargetConfig, type TargetKind } from './config.ts';
 import { TargetError } from './errors.ts';
-import { bwrapArgs, type FenceAvailability, fenceAvailability } from './fence.ts';
+import { bwrapArgs, type FenceAvailability, fenceAvailability, tmpInstalls } from './fence.ts';
 import { SshTarget } from './ssh.ts';
 import type { ExecutionTarget, TargetSpawnOptions, TargetStatus } from './types.ts';
 
@@ -103,7 +103,14 @@ class FencedTarget implements ExecutionTarget {
         if (!keep.some((k) => isWithin(root, k) || isWithin(k, root))) hidden.push(root);
     }
     const writable = [...keep, ...(sandbox ? (this.config.writable ?? []) : [])];
-    const fence = bwrapArgs({ hidden, writable, readOnlyHost: sandbox, privateTmp: sandbox, cwd });
+    const fence = bwrapArgs({
+      hidden,
+      writable,
+      readOnlyHost: sandbox,
+      privateTmp: sandbox,
+      tmpInstalls: sandbox ? tmpInstalls(command, opts.env?.PATH) : [],
+      cwd,
+    });
     const [file, ...argv] = a.argv(fence, command, args);
     return fencedGroup(spawnGroup(file!, argv, { cwd, env: opts.env, stdio: opts.stdio }));
   }

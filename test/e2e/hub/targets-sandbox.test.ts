@@ -2,7 +2,7 @@
 // home, a private /tmp and the paths the operator allows; baton's files and every other root hidden. A scripted ACP
 // agent and the real Codex (its own sandbox nested inside) try to write and read around them.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { reply, shellCall } from '../../mock-models/responses.ts';
@@ -73,6 +73,51 @@ test('sandbox: a delegated agent writes its work dir only, reads neither batonâ€
   assert.equal(existsSync('/tmp/scratch.txt'), false, 'not the host /tmp');
   assert.equal(readFileSync(join(work, 'inside.txt'), 'utf8'), 'written by the agent\n');
   assert.equal(existsSync(join(outside, 'planted.txt')), false);
+});
+
+test('sandbox: an agent installed under /tmp starts, sees its install read-only and nothing else of the host /tmp', async (t) => {
+  const { dir, work, io } = layout(t);
+  // The agent's program under the host /tmp (as when a checkout lives there), and a neighbour it must not see.
+  const install = mkdtempSync('/tmp/baton-install-');
+  const neighbour = mkdtempSync('/tmp/baton-neighbour-');
+  t.after(() => {
+    rmSync(install, { recursive: true, force: true });
+    rmSync(neighbour, { recursive: true, force: true });
+  });
+  const launcher = join(install, 'agent');
+  writeFileSync(launcher, `#!/bin/sh\nexec '${process.execPath}' '${SCRIPTED_ACP_AGENT}' "$@"\n`, { mode: 0o755 });
+  writeFileSync(join(neighbour, 'secret.txt'), 'a neighbour in /tmp\n');
+  const hub = await startHub(t, {
+    dir,
+    roots: [work],
+    agents: {
+      boxed: {
+        kind: 'acp',
+        command: [launcher],
+        env: { ACP_TEST_AGENT_RECORD: join(io, 'record.jsonl'), ACP_TEST_AGENT_STATE: join(io, 'state') },
+        target: 'box',
+      },
+    },
+    targets: { box: { kind: 'sandbox', writable: [io] } },
+  });
+  const alice = await connectCaller(t, hub, 'alice');
+  const reach = { read: [launcher, join(neighbour, 'secret.txt')], write: [join(install, 'planted.txt')] };
+  const run = await call<{ taskId: string }>(alice, 'agent_run', {
+    prompt: acpScript([{ reach }]),
+    cwd: work,
+    idempotencyKey: 'installed-in-tmp',
+  });
+  const end = await followToEnd(alice, run.taskId);
+  assert.equal(end.state, 'succeeded', JSON.stringify(end.last));
+  const text = (await call<{ text: string }>(alice, 'agent_result', { taskId: run.taskId })).text;
+  const seen = JSON.parse(text.slice('reach:'.length)) as {
+    read: Record<string, string>;
+    write: Record<string, string>;
+  };
+  assert.match(seen.read[launcher]!, /^ok:/);
+  assert.equal(seen.read[join(neighbour, 'secret.txt')], 'error:ENOENT');
+  assert.equal(seen.write[join(install, 'planted.txt')], 'error:EROFS');
+  assert.equal(existsSync(join(install, 'planted.txt')), false);
 });
 
 test('sandbox: the real Codex writes its work dir and cannot read another root', async (t) => {
